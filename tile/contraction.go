@@ -202,7 +202,10 @@ func (g *Graph) Contract(agg Agg, comb Comb, outShape Shape, out []Affine, opera
 	if !g.check("contraction", args...) || !g.checkShape("contraction", outShape) {
 		return g.invalid()
 	}
-	c := &ContractionOp{Agg: agg, Comb: comb, Out: cloneAffines(out), Constraints: append([]Constraint(nil), constraints...)}
+	c := &ContractionOp{Agg: agg, Comb: comb, Out: cloneAffines(out)}
+	for _, k := range constraints {
+		c.Constraints = append(c.Constraints, Constraint{Expr: Lit(0).Plus(k.Expr), Bound: k.Bound})
+	}
 	for _, o := range operands {
 		c.Access = append(c.Access, cloneAffines(o.Index))
 	}
@@ -256,10 +259,12 @@ func (g *Graph) Contract(agg Agg, comb Comb, outShape Shape, out []Affine, opera
 	return g.add(c, dt, outShape, args...)
 }
 
+// cloneAffines returns canonical copies of es (merged terms, no zero
+// coefficients).
 func cloneAffines(es []Affine) []Affine {
 	out := make([]Affine, len(es))
 	for i, e := range es {
-		out[i] = Affine{Terms: append([]Term(nil), e.Terms...), Const: e.Const}
+		out[i] = Lit(0).Plus(e)
 	}
 	return out
 }

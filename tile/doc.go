@@ -32,4 +32,7 @@
 // form, for example
 //
 //	O[i, j : 3, 4] = +(A[i, k] * B[k, j])
+//
+// Print writes a whole graph in the textual form and Parse reads it back;
+// Print(Parse(Print(g))) == Print(g).
 package tile

@@ -212,7 +212,7 @@ func (g *Graph) Pad(x *Tensor, lo, hi []int, value float64) *Tensor {
 // BroadcastTo repeats x NumPy-style to shape. It returns x when x already has
 // that shape.
 func (g *Graph) BroadcastTo(x *Tensor, shape Shape) *Tensor {
-	if !g.check("broadcast", x) {
+	if !g.check("broadcast", x) || !g.checkShape("broadcast", shape) {
 		return g.invalid()
 	}
 	if x.shape.Equal(shape) {
