@@ -1,0 +1,30 @@
+// Package compile turns a tile graph (a whole training or inference step)
+// into a kir.Program: a fixed list of kernels over planned buffers that every
+// backend executes or renders.
+//
+// Compile runs these passes, in order, one file each:
+//
+//  1. verify (verify.go): the graph has no building error and every node,
+//     input, variable, output and update is well formed.
+//  2. simplify (simplify.go, fold.go): dead code, constant folding of small
+//     constant subgraphs, algebraic identities, common-subexpression
+//     elimination.
+//  3. lower (lower.go, solve.go): every node becomes a loop nest over its own
+//     output (a "nest"): contractions get reduction loops, with compound
+//     output accesses solved so that the output loops are the output
+//     dimensions; shape ops become index expressions in loads.
+//  4. fuse (fuse.go, emit.go): decides which nodes get a buffer, inlines the
+//     others into their consumers' expressions, and turns elementwise
+//     consumers of a contraction into its Epilogue.
+//  5. updates (updates.go): variable updates are written in place when that
+//     is safe, otherwise through a temporary and a final copy; kernels are
+//     ordered so that every read of a variable's old value comes first.
+//  6. memory (memory.go): buffers, and slots shared by temporaries whose
+//     lifetimes do not overlap.
+//  7. schedule (schedule.go): per kernel strategy (gemm, reduce, loops),
+//     parallel loops, tiles, vector width and unrolling from the Target.
+//
+// CompileCached (cache.go) keeps compiled programs on disk under
+// $XDG_CACHE_HOME/tartan. TARTAN_DEBUG (debug.go) explains what the compiler
+// did on standard error.
+package compile

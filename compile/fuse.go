@@ -1,0 +1,222 @@
+package compile
+
+import (
+	"github.com/tartanml/tartan/kir"
+	"github.com/tartanml/tartan/tile"
+)
+
+// cheapCost is the largest inlined-expression cost (see exprCost) at which a
+// node with several consumers is recomputed in each of them rather than
+// stored: a few arithmetic operations cost less than a round trip through
+// memory.
+const cheapCost = 3
+
+// fusion holds pass 4's decisions: which nodes get a buffer and which
+// contractions become the loop nest of an elementwise consumer that turns
+// their result into an Epilogue.
+type fusion struct {
+	g         *graph
+	nests     []*nest
+	consumers [][]*node // distinct consumer nodes, in order
+	uses      []int     // argument positions reading the node, over all consumers
+	// mat: the node's value is stored in a buffer (leaves that are not
+	// inline constants, and every node computed by a kernel of its own).
+	mat []bool
+	// hosted[r] is the contraction whose loop nest root r's kernel uses,
+	// with r's expression as Epilogue (-1: none); root[c] is the reverse.
+	hosted, root []int
+	cost         []int
+	special      []bool // outputs and update values
+}
+
+// fuse is pass 4's decision half (emit.go builds the kernels). Its rules:
+//
+//   - Inputs, variables, stored constants, outputs, update values and every
+//     node with reduction loops (contractions, scatter_add) get a buffer.
+//   - A contraction whose only consumer is elementwise (or a cast) of the
+//     same shape is fused with it: following elementwise nodes read once up
+//     to one that is stored anyway or read more than once (the root), the root's kernel runs the contraction's loops and computes the
+//     root from the accumulated value (bias add + relu after a conv is one
+//     kernel). A root hosts at most one contraction.
+//   - Every other node (elementwise, cast, shape ops, gather, iota, random,
+//     contractions without reduction loops) is inlined into its consumers'
+//     expressions when it is read once (one argument of one consumer), or
+//     when its inlined expression costs at most cheapCost (recomputed at each
+//     use); otherwise it is stored. Counting every use keeps inlined
+//     expressions small: y = y·y repeated does not double them each time.
+//   - A node read by a matrix-product-shaped contraction (sum of a product
+//     of two operands) is inlined only if it is a pure view, that is a plain
+//     load of a stored buffer through index arithmetic (transpose, reshape,
+//     slice, broadcast), so the contraction keeps the form a gemm schedule
+//     needs; otherwise it is stored.
+func fuse(g *graph, nests []*nest) *fusion {
+	n := len(g.nodes)
+	f := &fusion{g: g, nests: nests, consumers: make([][]*node, n), uses: make([]int, n), mat: make([]bool, n),
+		hosted: make([]int, n), root: make([]int, n), cost: make([]int, n), special: make([]bool, n)}
+	for i := range f.hosted {
+		f.hosted[i], f.root[i] = -1, -1
+	}
+	for _, c := range g.nodes {
+		for i, a := range c.args {
+			f.uses[a.id]++
+			dup := false
+			for _, b := range c.args[:i] {
+				dup = dup || b == a
+			}
+			if !dup {
+				f.consumers[a.id] = append(f.consumers[a.id], c)
+			}
+		}
+	}
+	for _, o := range g.outputs {
+		f.special[o.n.id] = true
+	}
+	for _, u := range g.updates {
+		f.special[u.x.id] = true
+	}
+	forced := make([]bool, n)
+	for _, x := range g.nodes {
+		ns := nests[x.id]
+		switch {
+		case ns == nil:
+			f.mat[x.id], forced[x.id] = true, true
+		case isLeaf(x):
+			// An inline constant: never stored; outputs of it get a copy kernel.
+		case f.special[x.id] || len(ns.reduce) > 0:
+			f.mat[x.id], forced[x.id] = true, true
+		}
+	}
+	// Epilogue roots.
+	for _, c := range g.nodes {
+		ns := nests[c.id]
+		if ns == nil || len(ns.reduce) == 0 || f.special[c.id] || len(f.consumers[c.id]) != 1 {
+			continue
+		}
+		r := f.consumers[c.id][0]
+		if !elementwiseLike(r) || !r.shape.Equal(c.shape) {
+			continue
+		}
+		for !forced[r.id] {
+			cs := f.consumers[r.id]
+			if f.uses[r.id] != 1 || !elementwiseLike(cs[0]) || !cs[0].shape.Equal(r.shape) {
+				break
+			}
+			r = cs[0]
+		}
+		if f.hosted[r.id] >= 0 {
+			continue
+		}
+		forced[r.id], f.mat[r.id] = true, true
+		f.hosted[r.id], f.root[c.id] = c.id, r.id
+		f.mat[c.id] = false
+	}
+	// Inlining decisions, producers first.
+	for _, x := range g.nodes {
+		ns := nests[x.id]
+		if ns == nil || forced[x.id] {
+			continue
+		}
+		f.cost[x.id] = f.exprCost(ns.body)
+		if isLeaf(x) {
+			continue
+		}
+		gemmUse := false
+		for _, c := range f.consumers[x.id] {
+			gemmUse = gemmUse || gemmShaped(nests[c.id])
+		}
+		switch {
+		case gemmUse && !f.pureView(x):
+			f.mat[x.id] = true
+		case f.uses[x.id] <= 1:
+		case f.cost[x.id] <= cheapCost:
+		default:
+			f.mat[x.id] = true
+		}
+	}
+	return f
+}
+
+func elementwiseLike(n *node) bool {
+	switch n.op.(type) {
+	case *tile.ElementwiseOp, *tile.CastOp:
+		return true
+	}
+	return false
+}
+
+// gemmShaped reports whether a nest sums a product of two operand loads.
+func gemmShaped(ns *nest) bool {
+	if ns == nil || len(ns.reduce) == 0 || ns.agg != tile.Sum {
+		return false
+	}
+	b := ns.body
+	return b.Op == kir.Apply && b.Fn == tile.Mul && b.Args[0].Op == kir.Load && b.Args[1].Op == kir.Load
+}
+
+// pureView reports whether node x, inlined, is a plain in-range load of a
+// stored buffer with affine-or-reshape index arithmetic.
+func (f *fusion) pureView(x *node) bool {
+	ns := f.nests[x.id]
+	if ns == nil || len(ns.reduce) > 0 || len(ns.where) > 0 {
+		return false
+	}
+	b := ns.body
+	if b.Op != kir.Load || b.OOB != kir.Skip {
+		return false
+	}
+	for _, i := range b.Index {
+		if hasValue(i) {
+			return false
+		}
+	}
+	a := f.g.nodes[b.Buf]
+	return f.mat[a.id] || f.pureView(a)
+}
+
+func hasValue(x *kir.Ix) bool {
+	if x == nil {
+		return false
+	}
+	return x.Op == kir.IxValue || hasValue(x.A) || hasValue(x.B)
+}
+
+// exprCost is the work of evaluating e once with its inlined arguments:
+// transcendental functions 4, random numbers 8, other arithmetic, casts and
+// selects 1, loads and index values 0.
+func (f *fusion) exprCost(e *kir.Expr) int {
+	c := 0
+	switch e.Op {
+	case kir.Load:
+		if a := f.g.nodes[e.Buf]; !f.mat[a.id] && f.root[a.id] < 0 {
+			c += f.cost[a.id]
+		}
+	case kir.Apply:
+		switch e.Fn {
+		case tile.Exp, tile.Log, tile.Log1p, tile.Sqrt, tile.Rsqrt, tile.Tanh, tile.Sigmoid, tile.Erf, tile.Pow:
+			c += 4
+		default:
+			c++
+		}
+	case kir.Cast:
+		c++
+	case kir.Random:
+		c += 8
+	}
+	for _, a := range e.Args {
+		c += f.exprCost(a)
+	}
+	for _, x := range e.Index {
+		c += f.ixCost(x)
+	}
+	return c
+}
+
+func (f *fusion) ixCost(x *kir.Ix) int {
+	if x == nil {
+		return 0
+	}
+	if x.Op == kir.IxValue {
+		return f.exprCost(x.E)
+	}
+	return f.ixCost(x.A) + f.ixCost(x.B)
+}

@@ -1,0 +1,299 @@
+package compile
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/tartanml/tartan/kir"
+	"github.com/tartanml/tartan/tile"
+)
+
+// Schedule thresholds of the cost model.
+const (
+	// parallelMinWork is the number of body evaluations below which a
+	// kernel runs on one worker: spreading less work costs more than it
+	// saves.
+	parallelMinWork = 1 << 14
+	// chunksPerWorker is how many parallel chunks each worker should get,
+	// so that uneven chunks still balance.
+	chunksPerWorker = 4
+	// reduceMinPoints is the reduction size from which a kernel with too
+	// few output points to occupy the workers splits its reduction instead.
+	reduceMinPoints = 1 << 12
+	// maxUnroll bounds the unrolling of the innermost reduction loop.
+	maxUnroll = 4
+)
+
+// schedule is pass 7. For each kernel it picks, from the Target, a strategy
+// and its parameters with this cost model:
+//
+//   - "gemm" when the kernel is a matrix product (gemmView says when),
+//     "reduce" when its output has fewer than 2 points per worker but its
+//     reduction has at least reduceMinPoints points and an associative
+//     aggregation (the reduction is split across workers), else "loops".
+//   - Parallel: none when the kernel evaluates its body fewer than
+//     parallelMinWork times or has one worker, or for "reduce"; all output
+//     loops on OpenCL (each point a work-item); otherwise the fewest outer
+//     output loops whose points number at least chunksPerWorker per worker.
+//   - Vector: the target's vector width when the innermost output loop is at
+//     least that long and every load moves by 0 or 1 element along it
+//     (always for gemm, whose micro-kernel vectorises itself); else 1.
+//   - Unroll: the innermost reduction loop's length up to maxUnroll.
+//   - Tile: for "loops" kernels with reduction loops and at least two output
+//     loops, a 4 × (vector width) register tile of the two innermost output
+//     loops; none otherwise (gemm blocks itself).
+//   - Local (OpenCL): a work-group of up to MaxWorkGroup work-items over the
+//     innermost output loops, innermost first.
+//
+// The schedule changes speed, never results (up to the order of
+// floating-point sums). It returns one line per kernel explaining the
+// choices.
+func schedule(prog *kir.Program, t Target) []string {
+	var why []string
+	for _, k := range prog.Kernels {
+		why = append(why, scheduleKernel(prog, k, t))
+	}
+	return why
+}
+
+func scheduleKernel(prog *kir.Program, k *kir.Kernel, t Target) string {
+	w := t.workers()
+	vw := max(t.VectorWidth, 1)
+	outPts := k.Shape.Size()
+	redPts := 1
+	for _, l := range k.Reduce {
+		redPts *= max(l.Hi-l.Lo+1, 0)
+	}
+	work := outPts * max(redPts, 1)
+	s := kir.Schedule{Strategy: "loops", Workers: t.Workers, Vector: 1, Unroll: 1}
+	var why []string
+	if view, reason := gemmView(prog, k); view != nil {
+		s.Strategy, s.GEMM = "gemm", view
+		why = append(why, "gemm: "+reason)
+	} else {
+		switch {
+		case len(k.Reduce) > 0 && k.Agg != tile.Assign && outPts < 2*w && redPts >= reduceMinPoints:
+			s.Strategy = "reduce"
+			why = append(why, fmt.Sprintf("reduce: %d output points for %d workers, %d reduction points", outPts, w, redPts))
+		case len(k.Reduce) > 0:
+			why = append(why, "loops: not a matrix product ("+reason+")")
+		default:
+			why = append(why, "loops: elementwise")
+		}
+	}
+	r := len(k.Shape)
+	switch {
+	case s.Strategy == "reduce":
+	case t.Backend == "opencl":
+		s.Parallel = r
+		why = append(why, "parallel: every output point is a work-item")
+	case work < parallelMinWork || w == 1:
+		why = append(why, fmt.Sprintf("serial: %d body evaluations", work))
+	default:
+		pts := 1
+		for s.Parallel < r && pts < chunksPerWorker*w {
+			pts *= k.Shape[s.Parallel]
+			s.Parallel++
+		}
+		why = append(why, fmt.Sprintf("parallel %d: %d chunks for %d workers", s.Parallel, pts, w))
+	}
+	if r > 0 && vw > 1 && k.Shape[r-1] >= vw {
+		switch {
+		case s.Strategy == "gemm":
+			s.Vector = vw
+		case contiguousInner(prog, k):
+			s.Vector = vw
+			why = append(why, fmt.Sprintf("vector %d along x%d", vw, r-1))
+		default:
+			why = append(why, fmt.Sprintf("no vector: a load is strided along x%d", r-1))
+		}
+	}
+	if n := len(k.Reduce); n > 0 {
+		l := k.Reduce[n-1]
+		s.Unroll = max(min(l.Hi-l.Lo+1, maxUnroll), 1)
+	}
+	if s.Strategy == "loops" && len(k.Reduce) > 0 && r >= 2 {
+		s.Tile = make([]int, r)
+		s.Tile[r-2] = min(4, k.Shape[r-2])
+		s.Tile[r-1] = min(vw, k.Shape[r-1])
+	}
+	if t.Backend == "opencl" && r > 0 {
+		limit := t.MaxWorkGroup
+		if limit <= 0 {
+			limit = 256
+		}
+		s.Local = make([]int, r)
+		for d := r - 1; d >= 0; d-- {
+			n := 1
+			for n*2 <= k.Shape[d] && n*2 <= limit {
+				n *= 2
+			}
+			s.Local[d] = n
+			limit /= n
+		}
+	}
+	k.Schedule = s
+	return k.Name + ": " + strings.Join(why, "; ")
+}
+
+// workers returns the number of workers the schedule plans for: Workers,
+// else ComputeUnits, else the host's CPUs.
+func (t Target) workers() int {
+	switch {
+	case t.Workers > 0:
+		return t.Workers
+	case t.ComputeUnits > 0:
+		return t.ComputeUnits
+	}
+	return runtime.NumCPU()
+}
+
+// loads returns the loads of e, outside loaded indices.
+func loads(e *kir.Expr, out []*kir.Expr) []*kir.Expr {
+	if e == nil {
+		return out
+	}
+	if e.Op == kir.Load {
+		out = append(out, e)
+	}
+	for _, a := range e.Args {
+		out = loads(a, out)
+	}
+	return out
+}
+
+// contiguousInner reports whether every load of k moves by 0 or 1 elements
+// when the innermost output loop advances.
+func contiguousInner(prog *kir.Program, k *kir.Kernel) bool {
+	vars := k.VarRanges()
+	inner := len(k.Shape) - 1
+	for _, e := range loads(k.Epilogue, loads(k.Body, nil)) {
+		off := kir.Offset(e.Index, prog.Buffers[e.Buf].Shape, vars)
+		coef, _, ok := kir.LinearForm(off, len(vars))
+		if !ok {
+			if mentions(off, inner) {
+				return false
+			}
+			continue
+		}
+		if c := coef[inner]; c != 0 && c != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func mentions(x *kir.Ix, v int) bool {
+	if x == nil {
+		return false
+	}
+	if x.Op == kir.IxVar && x.Var == v {
+		return true
+	}
+	if x.Op == kir.IxValue {
+		return true
+	}
+	return mentions(x.A, v) || mentions(x.B, v)
+}
+
+// gemmView maps a kernel onto a (batched) matrix product, or says why not.
+// The kernel must sum a product of two loads, with no Where conditions and
+// both loads in range over the whole loop box, their element offsets affine
+// in the loop variables. Output loops read by both loads are batch loops,
+// those read by one only are M (operand A's) or N (operand B's) loops; an
+// output loop of extent 1 joins the group before it. Reduction loops must be
+// read by both (K). The output loops must run batch, then M, then N, so that
+// the output is the row-major stack of [M][N] matrices.
+func gemmView(prog *kir.Program, k *kir.Kernel) (*kir.GEMMView, string) {
+	b := k.Body
+	switch {
+	case len(k.Reduce) == 0:
+		return nil, "no reduction"
+	case k.Agg != tile.Sum:
+		return nil, "aggregation " + k.Agg.String()
+	case len(k.Where) > 0:
+		return nil, "conditions"
+	case b.Op != kir.Apply || b.Fn != tile.Mul || b.Args[0].Op != kir.Load || b.Args[1].Op != kir.Load:
+		return nil, "body is not a product of two loads"
+	}
+	vars := k.VarRanges()
+	var coef [2][]int
+	for i, e := range b.Args {
+		shape := prog.Buffers[e.Buf].Shape
+		for d, x := range e.Index {
+			if lo, hi, ok := kir.Bounds(x, vars); !ok || lo < 0 || hi >= shape[d] {
+				return nil, "a load may be out of range"
+			}
+		}
+		c, _, ok := kir.LinearForm(kir.Offset(e.Index, shape, vars), len(vars))
+		if !ok {
+			return nil, "a load's offset is not affine"
+		}
+		coef[i] = c
+	}
+	r := len(k.Shape)
+	const (
+		batch = iota
+		only0
+		only1
+	)
+	labels := make([]int, r)
+	for v := range r {
+		in0, in1 := coef[0][v] != 0, coef[1][v] != 0
+		switch {
+		case k.Shape[v] == 1 && v > 0:
+			labels[v] = labels[v-1]
+		case k.Shape[v] == 1 || in0 && in1:
+			labels[v] = batch
+		case in0:
+			labels[v] = only0
+		case in1:
+			labels[v] = only1
+		default:
+			return nil, fmt.Sprintf("output loop x%d is read by neither operand", v)
+		}
+	}
+	var view kir.GEMMView
+	for j := range k.Reduce {
+		v := r + j
+		in0, in1 := coef[0][v] != 0, coef[1][v] != 0
+		if in0 != in1 && vars[v].Hi > vars[v].Lo {
+			return nil, fmt.Sprintf("reduction loop %s is read by one operand only", k.Reduce[j].Name)
+		}
+		view.K = append(view.K, v)
+	}
+	// Decide which operand is A: the one whose loops come first.
+	a := 0
+	for _, l := range labels {
+		if l == only1 {
+			a = 1
+			break
+		}
+		if l == only0 {
+			break
+		}
+	}
+	mLabel, nLabel := only0, only1
+	if a == 1 {
+		mLabel, nLabel = only1, only0
+	}
+	rank := map[int]int{batch: 0, mLabel: 1, nLabel: 2}
+	prev := 0
+	for v, l := range labels {
+		if rank[l] < prev {
+			return nil, "output loops are not ordered batch, M, N"
+		}
+		prev = rank[l]
+		switch l {
+		case batch:
+			view.Batch = append(view.Batch, v)
+		case mLabel:
+			view.M = append(view.M, v)
+		default:
+			view.N = append(view.N, v)
+		}
+	}
+	view.A, view.B = b.Args[a], b.Args[1-a]
+	return &view, fmt.Sprintf("batch %d, M %d, N %d, K %d loops", len(view.Batch), len(view.M), len(view.N), len(view.K))
+}

@@ -1,0 +1,208 @@
+package kir
+
+import "github.com/tartanml/tartan/tile"
+
+// BufKind says where a buffer's contents come from and go.
+type BufKind uint8
+
+// The buffer kinds.
+const (
+	// Temp holds an intermediate result; its contents do not outlive a run.
+	Temp BufKind = iota
+	// Input is bound by the host before a run.
+	Input
+	// Output is read by the host after a run. An output buffer may also be
+	// an input or a variable buffer when the program returns one unchanged.
+	Output
+	// Variable is persistent state that survives between runs.
+	Variable
+	// Constant is filled once from Buffer.Init.
+	Constant
+)
+
+var bufKindNames = [...]string{Temp: "temp", Input: "input", Output: "output", Variable: "variable", Constant: "constant"}
+
+func (k BufKind) String() string { return bufKindNames[k] }
+
+// Buffer is a dense row-major array on the device.
+type Buffer struct {
+	ID    int
+	Name  string // the input, output or variable name; empty for temporaries
+	Kind  BufKind
+	DType tile.DType
+	Shape tile.Shape
+	// Init holds a constant buffer's elements.
+	Init []float64
+	// Slot is the storage slot of a Temp buffer: temporaries of one slot
+	// never live at the same time. Non-temporaries have their own slots too.
+	Slot int
+}
+
+// Size returns the number of elements.
+func (b *Buffer) Size() int { return b.Shape.Size() }
+
+// Binding names a program input, output or variable and its buffer.
+type Binding struct {
+	Name   string
+	Buffer int
+}
+
+// Program is a compiled graph: buffers, and kernels run in order. After the
+// last kernel, the Outputs hold the results and the Variables hold their
+// updated values (updates are compiled into kernels that write the variable
+// buffers, ordered after every read of the old values).
+type Program struct {
+	Name      string
+	Buffers   []*Buffer
+	Kernels   []*Kernel
+	Inputs    []Binding
+	Outputs   []Binding
+	Variables []Binding
+	// Slots is the number of storage slots; SlotBytes the bytes each needs.
+	Slots     int
+	SlotBytes []int
+}
+
+// Loop is a reduction loop variable running over the inclusive range
+// [Lo, Hi].
+type Loop struct {
+	Name   string
+	Lo, Hi int
+}
+
+// Cond is a point condition 0 ≤ X < Bound.
+type Cond struct {
+	X     *Ix
+	Bound int
+}
+
+// Kernel is one loop nest writing one buffer; see the package documentation
+// for its meaning.
+type Kernel struct {
+	Name string
+	// Out is the output buffer; Shape is its shape, the output loop space.
+	Out   int
+	Shape tile.Shape
+	// Reduce lists the reduction loops, outermost first. Loop variable k of a
+	// kernel is output loop k for k < len(Shape), else Reduce[k-len(Shape)].
+	Reduce []Loop
+	// Agg combines Body values over the reduction loops. Without reduction
+	// loops it is tile.Assign.
+	Agg tile.Agg
+	// Where lists point conditions on the loop variables.
+	Where    []Cond
+	Body     *Expr
+	Epilogue *Expr
+	Schedule Schedule
+	// Source names the tile nodes the kernel computes, for debugging.
+	Source string
+}
+
+// NumVars returns the number of loop variables (output then reduction).
+func (k *Kernel) NumVars() int { return len(k.Shape) + len(k.Reduce) }
+
+// IxOp is the kind of an index expression node.
+type IxOp uint8
+
+// The index expression nodes.
+const (
+	IxConst    IxOp = iota // C
+	IxVar                  // loop variable number Var
+	IxAdd                  // A + B
+	IxMul                  // A · C
+	IxFloorDiv             // ⌊A / C⌋, C > 0
+	IxMod                  // A mod C (floor modulo, in [0, C)), C > 0
+	IxValue                // the integer value of expression E (a gathered index)
+)
+
+// Ix is an integer index expression.
+type Ix struct {
+	Op   IxOp
+	Var  int
+	C    int
+	A, B *Ix
+	E    *Expr
+}
+
+// ExprOp is the kind of a value expression node.
+type ExprOp uint8
+
+// The value expression nodes.
+const (
+	// Load reads Buf at Index (one Ix per dimension of the buffer's shape).
+	// Out of range, the point is skipped when OOB is Skip, else the load
+	// yields Value.
+	Load ExprOp = iota
+	// Const is the constant Value.
+	Const
+	// Apply applies the elementwise function Fn to Args.
+	Apply
+	// Cast converts Args[0] to DType with tile.RoundTo's rules.
+	Cast
+	// IndexValue is the value of the index expression Index[0].
+	IndexValue
+	// Random is the uniform number tile.UniformAt(seed, Stream, p) where the
+	// seed is the integer value of Args[0] and p is Index[0].
+	Random
+	// Acc is the aggregated value, in an Epilogue.
+	Acc
+)
+
+// OOB is what an out-of-range load does.
+type OOB uint8
+
+// The out-of-range policies.
+const (
+	Skip OOB = iota // the point contributes nothing (contraction operands)
+	Fill            // the load yields Expr.Value (padding, gathers)
+)
+
+// Expr is a value expression node. Every node has a DType.
+type Expr struct {
+	Op    ExprOp
+	DType tile.DType
+	Fn    tile.Fn
+	Args  []*Expr
+	// Load.
+	Buf   int
+	Index []*Ix
+	OOB   OOB
+	// Const and Fill value.
+	Value float64
+	// Random stream.
+	Stream uint64
+}
+
+// Schedule is how a kernel's loops are executed on a device. It changes
+// speed, never results (up to floating-point reassociation of sums).
+type Schedule struct {
+	// Strategy names the kernel template: "loops" (generic loop nest),
+	// "gemm" (a contraction of two operands mapped onto a tiled matrix
+	// product) or "reduce" (a reduction across output rows).
+	Strategy string
+	// GEMM describes the matrix-product view when Strategy is "gemm".
+	GEMM *GEMMView
+	// Parallel is the number of outer output loops whose points are
+	// distributed over workers (CPU goroutines, OpenCL work-groups).
+	Parallel int
+	// Tile gives per-output-loop tile sizes (0: untiled).
+	Tile []int
+	// Vector is the vector width along the innermost output loop.
+	Vector int
+	// Unroll is the unroll factor of the innermost reduction loop.
+	Unroll int
+	// Local is the work-group size for OpenCL backends (0: backend's choice).
+	Local []int
+	// Workers is the number of parallel workers to use (0: all).
+	Workers int
+}
+
+// GEMMView maps a kernel whose Body is Load(A)·Load(B), aggregated by sum,
+// onto C[b][m][n] = Σ_k A[b][m][k]·B[b][k][n]. Each of M, N, K and Batch lists
+// loop variables (outer to inner); the matrix index along a group is the
+// row-major combination of its variables' positions within their ranges.
+type GEMMView struct {
+	Batch, M, N, K []int
+	// A and B are the operands' loads within Body.
+	A, B *Expr
+}
