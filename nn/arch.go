@@ -1,0 +1,335 @@
+package nn
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The architecture of a model is kept as JSON, in the manner of Keras's
+// model.to_json(): the layers' classes and constructor arguments, and for a
+// functional model how they connect.
+//
+//	{"format": "tartan.architecture", "version": 1,
+//	 "class_name": "Sequential", "name": "fashion_cnn",
+//	 "layers": [{"class_name": "InputLayer", "config": {"name": "input_layer", "shape": [28, 28, 1]}},
+//	            {"class_name": "Conv2D", "config": {"name": "conv2d", "filters": 64, …}}, …]}
+//
+// A functional model adds "nodes", every layer call in a topological order
+// ({"layer": "add", "inbound": ["dense", "dense_1"]}), and the "inputs" and
+// "outputs" node references. A reference is a layer's name for its first
+// call and "name:k" for its call k (from 0).
+
+const archFormat = "tartan.architecture"
+
+type archDoc struct {
+	Format    string      `json:"format"`
+	Version   int         `json:"version"`
+	ClassName string      `json:"class_name"`
+	Name      string      `json:"name"`
+	Layers    []archLayer `json:"layers"`
+	Nodes     []archNode  `json:"nodes,omitempty"`
+	Inputs    []string    `json:"inputs,omitempty"`
+	Outputs   []string    `json:"outputs,omitempty"`
+}
+
+type archLayer struct {
+	ClassName string          `json:"class_name"`
+	Config    json.RawMessage `json:"config"`
+}
+
+type archNode struct {
+	Layer   string   `json:"layer"`
+	Inbound []string `json:"inbound"`
+}
+
+// Architecture returns the model's architecture as JSON; LoadArchitecture
+// rebuilds the model from it (with fresh weights).
+func (m *Model) Architecture() ([]byte, error) {
+	doc := archDoc{Format: archFormat, Version: 1, ClassName: m.class, Name: m.name}
+	for _, l := range m.layers {
+		cfg, err := json.Marshal(l.config())
+		if err != nil {
+			return nil, fmt.Errorf("nn: encoding layer %s: %w", layerDesc(l), err)
+		}
+		doc.Layers = append(doc.Layers, archLayer{ClassName: l.ClassName(), Config: cfg})
+	}
+	if m.class == "Functional" {
+		refs := m.nodeRefs()
+		for _, n := range m.nodes {
+			if len(n.in) == 0 {
+				continue
+			}
+			an := archNode{Layer: n.layer.Name()}
+			for _, x := range n.in {
+				an.Inbound = append(an.Inbound, refs[x])
+			}
+			doc.Nodes = append(doc.Nodes, an)
+		}
+		for _, n := range m.inputs {
+			doc.Inputs = append(doc.Inputs, refs[n])
+		}
+		for _, n := range m.outputs {
+			doc.Outputs = append(doc.Outputs, refs[n])
+		}
+	}
+	return json.Marshal(doc)
+}
+
+// nodeRefs names every node: its layer's name, with ":k" for call k > 0.
+func (m *Model) nodeRefs() map[*Node]string {
+	refs := map[*Node]string{}
+	calls := map[Layer]int{}
+	for _, n := range m.nodes {
+		k := calls[n.layer]
+		calls[n.layer]++
+		refs[n] = n.layer.Name()
+		if k > 0 {
+			refs[n] += ":" + strconv.Itoa(k)
+		}
+	}
+	return refs
+}
+
+// LoadArchitecture builds a model from JSON written by Architecture. Its
+// weights are drawn afresh, as InitWeights(0) draws them.
+func LoadArchitecture(js []byte) (*Model, error) {
+	var doc archDoc
+	if err := strictJSON(js, &doc); err != nil {
+		return nil, fmt.Errorf("nn: architecture: %w", err)
+	}
+	if doc.Format != archFormat || doc.Version != 1 {
+		return nil, fmt.Errorf("nn: architecture: format %q version %d is not %s version 1", doc.Format, doc.Version, archFormat)
+	}
+	layers := map[string]Layer{}
+	inputs := map[string]*Node{}
+	var ordered []Layer
+	for i, al := range doc.Layers {
+		l, in, err := decodeLayer(al)
+		if err != nil {
+			return nil, fmt.Errorf("nn: architecture: layer %d (%s): %w", i, al.ClassName, err)
+		}
+		name := l.Name()
+		if name == "" || layers[name] != nil {
+			return nil, fmt.Errorf("nn: architecture: layer %d (%s) has an empty or repeated name %q", i, al.ClassName, name)
+		}
+		layers[name] = l
+		ordered = append(ordered, l)
+		if in != nil {
+			inputs[name] = in
+		}
+	}
+	switch doc.ClassName {
+	case "Sequential":
+		if len(ordered) < 2 || inputs[ordered[0].Name()] == nil || len(inputs) != 1 {
+			return nil, fmt.Errorf("nn: architecture: a Sequential model needs one InputLayer first and at least one layer after it")
+		}
+		return Sequential(doc.Name, inputs[ordered[0].Name()], ordered[1:]...)
+	case "Functional":
+		nodes := map[string]*Node{}
+		for name, n := range inputs {
+			nodes[name] = n
+		}
+		calls := map[string]int{}
+		for i, an := range doc.Nodes {
+			l := layers[an.Layer]
+			if l == nil {
+				return nil, fmt.Errorf("nn: architecture: node %d uses unknown layer %q", i, an.Layer)
+			}
+			var in []*Node
+			for _, ref := range an.Inbound {
+				x := nodes[ref]
+				if x == nil {
+					return nil, fmt.Errorf("nn: architecture: node %d (%s) takes %q, which is not defined before it", i, an.Layer, ref)
+				}
+				in = append(in, x)
+			}
+			n := Apply(l, in...)
+			if n.err != nil {
+				return nil, n.err
+			}
+			ref := an.Layer
+			if k := calls[an.Layer]; k > 0 {
+				ref += ":" + strconv.Itoa(k)
+			}
+			calls[an.Layer]++
+			nodes[ref] = n
+		}
+		pick := func(refs []string, what string) ([]*Node, error) {
+			var out []*Node
+			for _, r := range refs {
+				n := nodes[r]
+				if n == nil {
+					return nil, fmt.Errorf("nn: architecture: %s %q is not a node", what, r)
+				}
+				out = append(out, n)
+			}
+			return out, nil
+		}
+		ins, err := pick(doc.Inputs, "input")
+		if err != nil {
+			return nil, err
+		}
+		outs, err := pick(doc.Outputs, "output")
+		if err != nil {
+			return nil, err
+		}
+		return Functional(doc.Name, ins, outs)
+	}
+	return nil, fmt.Errorf("nn: architecture: unknown model class %q (want Sequential or Functional)", doc.ClassName)
+}
+
+// strictJSON decodes js into v, rejecting unknown fields and trailing data.
+func strictJSON(js []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// decodeLayer rebuilds one layer from its class and config; an InputLayer
+// also gets its node.
+func decodeLayer(al archLayer) (Layer, *Node, error) {
+	dec := func(v any) error { return strictJSON(al.Config, v) }
+	var l Layer
+	var err error
+	switch al.ClassName {
+	case "InputLayer":
+		var c inputConfig
+		if err = dec(&c); err == nil {
+			n := newInput(c)
+			if n.err != nil {
+				return nil, nil, n.err
+			}
+			return n.layer, n, nil
+		}
+	case "Dense":
+		var c denseConfig
+		if err = dec(&c); err == nil {
+			l = newDense(c, nil)
+		}
+	case "Conv1D", "Conv2D", "DepthwiseConv2D":
+		var c convConfig
+		if err = dec(&c); err == nil {
+			l = newConv(al.ClassName, c, nil)
+		}
+	case "MaxPooling2D", "AveragePooling2D":
+		var c poolConfig
+		if err = dec(&c); err == nil {
+			l = newPool(al.ClassName, c, nil)
+		}
+	case "GlobalAveragePooling2D", "GlobalMaxPooling2D":
+		var c layerCommon
+		if err = dec(&c); err == nil {
+			l = newGlobalPool(al.ClassName, c, nil)
+		}
+	case "Flatten":
+		var c layerCommon
+		if err = dec(&c); err == nil {
+			l = newFlatten(c, nil)
+		}
+	case "Reshape":
+		var c reshapeConfig
+		if err = dec(&c); err == nil {
+			l = newReshape(c, nil)
+		}
+	case "Dropout":
+		var c dropoutConfig
+		if err = dec(&c); err == nil {
+			l = newDropout(c, nil)
+		}
+	case "BatchNormalization":
+		var c batchNormConfig
+		if err = dec(&c); err == nil {
+			l = newBatchNorm(c, nil)
+		}
+	case "LayerNormalization":
+		var c layerNormConfig
+		if err = dec(&c); err == nil {
+			l = newLayerNorm(c, nil)
+		}
+	case "Activation":
+		var c activationConfig
+		if err = dec(&c); err == nil {
+			l = newActivation(c, nil)
+		}
+	case "ReLU":
+		var c reluConfig
+		if err = dec(&c); err == nil {
+			l = newReLU(c, nil)
+		}
+	case "Softmax":
+		var c softmaxConfig
+		if err = dec(&c); err == nil {
+			l = newSoftmax(c, nil)
+		}
+	case "Add":
+		var c layerCommon
+		if err = dec(&c); err == nil {
+			l = newAdd(c, nil)
+		}
+	case "Concatenate":
+		var c concatConfig
+		if err = dec(&c); err == nil {
+			l = newConcat(c, nil)
+		}
+	case "Embedding":
+		var c embeddingConfig
+		if err = dec(&c); err == nil {
+			l = newEmbedding(c, nil)
+		}
+	default:
+		return nil, nil, fmt.Errorf("unknown layer class %q", al.ClassName)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	if e := l.base().err; e != nil {
+		return nil, nil, e
+	}
+	return l, nil, nil
+}
+
+// archDiff describes the first difference between two architectures, for
+// an error about a file written by another model.
+func archDiff(want, got []byte) string {
+	var a, b archDoc
+	if json.Unmarshal(want, &a) != nil || json.Unmarshal(got, &b) != nil {
+		return "the architecture cannot be read"
+	}
+	if a.ClassName != b.ClassName {
+		return fmt.Sprintf("the file holds a %s model, this is a %s one", b.ClassName, a.ClassName)
+	}
+	for i := range max(len(a.Layers), len(b.Layers)) {
+		switch {
+		case i >= len(a.Layers):
+			return fmt.Sprintf("the file has an extra layer %d: %s %s", i, b.Layers[i].ClassName, b.Layers[i].Config)
+		case i >= len(b.Layers):
+			return fmt.Sprintf("the file lacks layer %d: %s %s", i, a.Layers[i].ClassName, a.Layers[i].Config)
+		case a.Layers[i].ClassName != b.Layers[i].ClassName || !bytes.Equal(a.Layers[i].Config, b.Layers[i].Config):
+			return fmt.Sprintf("layer %d is %s %s in the file but %s %s in the model", i,
+				b.Layers[i].ClassName, b.Layers[i].Config, a.Layers[i].ClassName, a.Layers[i].Config)
+		}
+	}
+	if a.Name != b.Name {
+		return fmt.Sprintf("the file's model is called %q, this one %q", b.Name, a.Name)
+	}
+	parts := []string{}
+	if fmt.Sprint(a.Nodes) != fmt.Sprint(b.Nodes) {
+		parts = append(parts, "the layers connect differently")
+	}
+	if fmt.Sprint(a.Inputs, a.Outputs) != fmt.Sprint(b.Inputs, b.Outputs) {
+		parts = append(parts, "the inputs or outputs differ")
+	}
+	if len(parts) == 0 {
+		return "the architectures differ"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,45 @@
+// Package nn is Tartan's Keras-style training API: layers, Sequential and
+// functional models, optimizers, losses, metrics and callbacks, and Fit,
+// Evaluate and Predict running on any backend.Device.
+//
+// A model goes through four phases:
+//
+//   - Building. Layer constructors (Dense, Conv2D, MaxPooling2D, Dropout, …)
+//     take Keras's positional arguments and typed options (Padding,
+//     Activation, Strides, …). Sequential chains layers after an Input;
+//     Functional connects Nodes made by Input and Apply. Building checks
+//     every shape, names the layers as Keras does (conv2d, conv2d_1, dense,
+//     …) and draws the initial weights (glorot-uniform kernels, zero biases,
+//     channels-last layouts) from a seed, 0 unless InitWeights says otherwise.
+//   - Compiling. Compile attaches an Optimizer (SGD, Adam, AdamW, RMSprop,
+//     optionally with a learning-rate Schedule), a Loss and Metrics, and
+//     chooses the Device.
+//   - Running. Fit, Evaluate and Predict turn the model into tile graphs and
+//     compile each once per distinct batch size. A training step is one
+//     executable: the forward pass, the loss, its gradient (grad.Grad) with
+//     respect to every trainable weight, the optimizer's update of weights
+//     and slots, the metric accumulators (loss × samples, correct samples,
+//     samples) and the step counter, all applied through Graph.Update. The
+//     dropout seed is derived from the step counter, so every step draws a
+//     new mask and a run is reproducible from its seed. Weights and optimizer
+//     state stay on the device between steps; the host reads the metric
+//     accumulators only for the progress bar, a few times a second, and at
+//     the end of every epoch. Training and inference are separate graphs, so
+//     Dropout and BatchNormalization behave as Keras's do in each mode.
+//   - Saving. SaveWeights and LoadWeights exchange weights as safetensors
+//     files; Save and Load keep a whole model (its architecture as JSON in the
+//     safetensors metadata, and its weights) in one file; SaveCheckpoint and
+//     LoadCheckpoint also keep the optimizer state, the step counter, the
+//     seed, the epoch and the history, so a killed run resumes where its last
+//     checkpoint left it. Every file is written to a temporary name in its
+//     directory, synced and renamed, so a crash never leaves a partial file
+//     under the real name.
+//
+// Errors are returned, never panicked: a constructor given bad arguments
+// returns a layer, optimizer or callback that carries the error, and the
+// model constructor, Compile or Fit that receives it reports it, naming the
+// layer or option at fault.
+//
+// The showcase model of the command line, FashionCNN, lives here so that
+// tests and the tartan command share it.
+package nn

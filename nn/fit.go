@@ -1,0 +1,611 @@
+package nn
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/tartanml/tartan/tile"
+)
+
+// FitOption configures Fit, Evaluate or Predict. Evaluate and Predict accept
+// BatchSize, Verbose and Progress; Fit accepts them all.
+type FitOption interface{ applyFit(*fitSettings) }
+
+type fitSettings struct {
+	given        []string
+	batch        int
+	epochs       int
+	shuffle      bool
+	valSplit     float64
+	valData      Samples
+	initialEpoch int
+	callbacks    []Callback
+	verbose      int
+	out          io.Writer
+	resume       *Checkpoint
+}
+
+type fitOption struct {
+	name string
+	set  func(*fitSettings)
+}
+
+func (o fitOption) applyFit(s *fitSettings) {
+	s.given = append(s.given, o.name)
+	o.set(s)
+}
+
+// BatchSize sets the number of samples per step (Keras's default, 32, when
+// not given). The last batch of an epoch holds the remaining samples: no
+// sample is dropped or seen twice, and each batch's loss counts in
+// proportion to its size.
+func BatchSize(n int) FitOption {
+	return fitOption{"batch_size", func(s *fitSettings) { s.batch = n }}
+}
+
+// Epochs sets the number of epochs to train for (1 by default).
+func Epochs(n int) FitOption { return fitOption{"epochs", func(s *fitSettings) { s.epochs = n }} }
+
+// Shuffle turns the shuffling of the training samples before each epoch on
+// (the default) or off. The order depends only on the seed (Compile's Seed)
+// and the epoch, so a resumed run sees the batches an uninterrupted one
+// would have.
+func Shuffle(on bool) FitOption { return fitOption{"shuffle", func(s *fitSettings) { s.shuffle = on }} }
+
+// ValidationSplit holds out the last fraction of the training samples (not
+// shuffled, as in Keras) and evaluates the model on them after every epoch,
+// logging "val_loss" and "val_<metric>".
+func ValidationSplit(frac float64) FitOption {
+	return fitOption{"validation_split", func(s *fitSettings) { s.valSplit = frac }}
+}
+
+// ValidationData evaluates the model on v after every epoch.
+func ValidationData(v Samples) FitOption {
+	return fitOption{"validation_data", func(s *fitSettings) { s.valData = v }}
+}
+
+// InitialEpoch starts training at epoch n (counted from 0), as when resuming.
+func InitialEpoch(n int) FitOption {
+	return fitOption{"initial_epoch", func(s *fitSettings) { s.initialEpoch = n }}
+}
+
+// Callbacks adds callbacks to Fit.
+func Callbacks(cbs ...Callback) FitOption {
+	return fitOption{"callbacks", func(s *fitSettings) { s.callbacks = append(s.callbacks, cbs...) }}
+}
+
+// Verbose sets what Fit and Evaluate print: 0 nothing, 1 (the default) a
+// progress bar redrawn in place on a terminal and one line per epoch
+// elsewhere, 2 one line per epoch.
+func Verbose(v int) FitOption { return fitOption{"verbose", func(s *fitSettings) { s.verbose = v }} }
+
+// Progress sets where the progress bar and warnings go (standard output by
+// default).
+func Progress(w io.Writer) FitOption {
+	return fitOption{"progress", func(s *fitSettings) { s.out = w }}
+}
+
+// Resume continues training from a checkpoint loaded with LoadCheckpoint: it
+// starts at the checkpoint's epoch, and the returned History starts with
+// the checkpoint's.
+func Resume(ck *Checkpoint) FitOption {
+	return fitOption{"resume", func(s *fitSettings) { s.resume = ck }}
+}
+
+// newFitSettings applies opts over Keras's defaults and checks that each is
+// one that what accepts.
+func newFitSettings(what string, allowed []string, opts []FitOption) (*fitSettings, error) {
+	s := &fitSettings{batch: 32, epochs: 1, shuffle: true, verbose: 1, out: os.Stdout}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("nn: %s: nil option", what)
+		}
+		o.applyFit(s)
+	}
+	for _, n := range s.given {
+		if allowed != nil && !slices.Contains(allowed, n) {
+			return nil, fmt.Errorf("nn: %s: option %s does not apply", what, optionTitle(n))
+		}
+	}
+	switch {
+	case s.batch < 1:
+		return nil, fmt.Errorf("nn: %s: batch size %d must be positive", what, s.batch)
+	case s.verbose < 0 || s.verbose > 2:
+		return nil, fmt.Errorf("nn: %s: verbose %d must be 0, 1 or 2", what, s.verbose)
+	case s.out == nil:
+		return nil, fmt.Errorf("nn: %s: nil progress writer", what)
+	}
+	return s, nil
+}
+
+// Fit trains the model on train for a number of epochs, as Keras's fit does,
+// and returns the History of the epochs run. See the FitOption constructors
+// for the options and their defaults.
+//
+// Before anything runs, the data is checked against the model: the input
+// shape, the target shape the loss needs, and, for class labels, that every
+// label is a whole number within the model's classes. A failure returns an
+// error and changes nothing.
+func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
+	s, err := newFitSettings("Fit", nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	if m.comp == nil {
+		return nil, fmt.Errorf("nn: Fit %q: %w", m.name, errNotCompiled)
+	}
+	if s.resume != nil {
+		s.initialEpoch = s.resume.Epoch
+	}
+	switch {
+	case s.epochs < 1:
+		return nil, fmt.Errorf("nn: Fit: epochs %d must be positive", s.epochs)
+	case s.initialEpoch < 0 || s.initialEpoch > s.epochs:
+		return nil, fmt.Errorf("nn: Fit: initial epoch %d must lie in [0, %d] for %d epochs", s.initialEpoch, s.epochs, s.epochs)
+	case s.valSplit != 0 && s.valData != nil:
+		return nil, errors.New("nn: Fit: give ValidationSplit or ValidationData, not both")
+	case s.valSplit < 0 || s.valSplit >= 1 || math.IsNaN(s.valSplit):
+		return nil, fmt.Errorf("nn: Fit: validation split %v must lie in [0, 1)", s.valSplit)
+	}
+	if err := m.checkSamples("training", train, true); err != nil {
+		return nil, err
+	}
+	val := s.valData
+	if s.valSplit > 0 {
+		n := train.Len()
+		at := int(math.Floor(float64(n) * (1 - s.valSplit)))
+		if at <= 0 || at >= n {
+			return nil, fmt.Errorf("nn: Fit: validation split %v of %d samples leaves %d for training and %d for validation; both need at least one", s.valSplit, n, at, n-at)
+		}
+		val = &window{s: train, lo: at, hi: n}
+		train = &window{s: train, lo: 0, hi: at}
+	}
+	if val != nil {
+		if err := m.checkSamples("validation", val, true); err != nil {
+			return nil, err
+		}
+	}
+	for i, cb := range s.callbacks {
+		if cb == nil {
+			return nil, fmt.Errorf("nn: Fit: callback %d is nil", i)
+		}
+		if e, ok := cb.(interface{ err() error }); ok && e.err() != nil {
+			return nil, e.err()
+		}
+	}
+
+	hist := newHistory()
+	if s.resume != nil && s.resume.History != nil {
+		hist = s.resume.History.clone()
+		hist.StopReason = ""
+	}
+	m.history = hist
+	m.stop, m.stopReason = false, ""
+	m.logOut = s.out
+	defer func() { m.logOut, m.bar = nil, nil }()
+
+	// Compile every executable an epoch needs before the first one starts,
+	// so that no epoch's time includes compiling.
+	n := train.Len()
+	for _, b := range batchSizes(n, s.batch) {
+		if _, err := m.program(progKey{trainProg, b}); err != nil {
+			return nil, err
+		}
+	}
+	if val != nil {
+		for _, b := range batchSizes(val.Len(), s.batch) {
+			if _, err := m.program(progKey{evalProg, b}); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	cbs := append(slices.Clone(s.callbacks), &historyCallback{h: hist})
+	for _, cb := range cbs {
+		if err := cb.OnTrainBegin(m); err != nil {
+			return hist, err
+		}
+	}
+	in := tile.Shape(m.inputs[0].shape).Size()
+	tgt := m.comp.target.Size()
+	x := make([]float32, s.batch*in)
+	y := make([]float32, s.batch*tgt)
+	steps := (n + s.batch - 1) / s.batch
+	var last Logs
+	for epoch := s.initialEpoch; epoch < s.epochs && !m.stop; epoch++ {
+		start := time.Now()
+		for _, cb := range cbs {
+			if err := cb.OnEpochBegin(m, epoch); err != nil {
+				return hist, err
+			}
+		}
+		if s.verbose > 0 {
+			fmt.Fprintf(s.out, "Epoch %d/%d\n", epoch+1, s.epochs)
+		}
+		bar := newProgressBar(s.out, s.verbose, steps)
+		m.bar = bar
+		if err := m.resetAccumulators("train"); err != nil {
+			return hist, err
+		}
+		order := epochOrder(n, m.seed, epoch, s.shuffle)
+		watch := bar.live || hasProgressCallback(cbs)
+		for step := 0; step < steps; step++ {
+			idx := order[step*s.batch : min((step+1)*s.batch, n)]
+			nb := len(idx)
+			if err := train.Read(idx, x[:nb*in], y[:nb*tgt]); err != nil {
+				return hist, fmt.Errorf("nn: Fit: reading training batch %d: %w", step, err)
+			}
+			p, err := m.program(progKey{trainProg, nb})
+			if err != nil {
+				return hist, err
+			}
+			if err := m.st.run(p, map[string]any{"x": x[:nb*in], "y": y[:nb*tgt]}); err != nil {
+				return hist, fmt.Errorf("nn: Fit: epoch %d, step %d: %w", epoch+1, step+1, err)
+			}
+			if watch && step+1 < steps && bar.due() {
+				logs, err := m.readLogs("train", "")
+				if err != nil {
+					return hist, err
+				}
+				for _, cb := range cbs {
+					if pc, ok := cb.(ProgressCallback); ok {
+						if err := pc.OnProgress(m, epoch, step+1, logs); err != nil {
+							return hist, err
+						}
+					}
+				}
+				bar.update(step+1, logs)
+				if m.stop {
+					break
+				}
+			}
+		}
+		logs, err := m.readLogs("train", "")
+		if err != nil {
+			return hist, err
+		}
+		if val != nil {
+			vl, err := m.evaluate(val, s.batch, "val_", nil)
+			if err != nil {
+				return hist, err
+			}
+			for k, v := range vl {
+				logs[k] = v
+			}
+		}
+		bar.finish(logs)
+		m.bar = nil
+		hist.pendingSeconds = time.Since(start).Seconds()
+		for _, cb := range cbs {
+			if err := cb.OnEpochEnd(m, epoch, logs); err != nil {
+				return hist, err
+			}
+		}
+		last = logs
+	}
+	for _, cb := range cbs {
+		if err := cb.OnTrainEnd(m, last); err != nil {
+			return hist, err
+		}
+	}
+	hist.StopReason = m.stopReason
+	return hist, nil
+}
+
+// historyCallback records every epoch in a History; Fit adds it after the
+// caller's callbacks, so it sees what they add to the logs.
+type historyCallback struct {
+	BaseCallback
+	h *History
+}
+
+func (c *historyCallback) OnEpochEnd(m *Model, epoch int, logs Logs) error {
+	c.h.record(epoch, logs, c.h.pendingSeconds)
+	return nil
+}
+
+func hasProgressCallback(cbs []Callback) bool {
+	for _, cb := range cbs {
+		if _, ok := cb.(ProgressCallback); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// batchSizes returns the distinct batch sizes of n samples in batches of
+// b: b itself when n ≥ b, and the remainder when there is one.
+func batchSizes(n, b int) []int {
+	var out []int
+	if n >= b {
+		out = append(out, b)
+	}
+	if r := n % b; r != 0 {
+		out = append(out, r)
+	}
+	return out
+}
+
+// epochOrder returns the order in which an epoch visits n samples: a
+// permutation that depends only on seed and epoch, or 0…n−1 without
+// shuffling.
+func epochOrder(n int, seed int64, epoch int, shuffle bool) []int {
+	if !shuffle {
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		return order
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed0000+uint64(epoch)))
+	return r.Perm(n)
+}
+
+// checkSamples checks that samples suit the model: their input shape, and
+// when targets are wanted, their target shape and, for class labels, their
+// values.
+func (m *Model) checkSamples(what string, s Samples, targets bool) error {
+	if s == nil {
+		return fmt.Errorf("nn: no %s samples", what)
+	}
+	if s.Len() < 1 {
+		return fmt.Errorf("nn: the %s samples are empty", what)
+	}
+	if got, want := s.InputShape(), m.inputs[0].shape; !want.Equal(got) {
+		return fmt.Errorf("nn: %s samples have inputs of shape %s, but model %q takes %s (layer %s)", what, fmtDims(got), m.name, fmtDims(want), m.inputs[0].layer.Name())
+	}
+	if !targets {
+		return nil
+	}
+	ts := s.TargetShape()
+	if ts == nil {
+		return fmt.Errorf("nn: the %s samples have no targets", what)
+	}
+	if err := checkTargetShape(m.comp.loss, m.comp.target, ts); err != nil {
+		return fmt.Errorf("nn: %s samples: %w", what, err)
+	}
+	classes := m.comp.loss.classes(m.outputs[0].shape)
+	if classes == 0 {
+		return nil
+	}
+	// Class labels: read them all (targets only) and check each.
+	per := m.comp.target.Size()
+	const chunk = 4096
+	idx := make([]int, 0, chunk)
+	y := make([]float32, chunk*per)
+	for lo := 0; lo < s.Len(); lo += chunk {
+		idx = idx[:0]
+		for i := lo; i < min(lo+chunk, s.Len()); i++ {
+			idx = append(idx, i)
+		}
+		if err := s.Read(idx, nil, y[:len(idx)*per]); err != nil {
+			return fmt.Errorf("nn: reading %s labels: %w", what, err)
+		}
+		for k, v := range y[:len(idx)*per] {
+			if v != float32(math.Trunc(float64(v))) || v < 0 || int(v) >= classes {
+				return fmt.Errorf("nn: %s sample %d has label %v, but model %q has %d classes (labels must be whole numbers 0 to %d for %s)",
+					what, lo+k/per, v, m.name, classes, classes-1, m.comp.loss.Name())
+			}
+		}
+	}
+	return nil
+}
+
+// Evaluate returns the loss and metrics of the model over samples s, as
+// Keras's evaluate does, in inference mode (no dropout, batch normalisation
+// with its moving statistics). It accepts BatchSize (32 by default), Verbose
+// and Progress.
+func (m *Model) Evaluate(s Samples, opts ...FitOption) (Logs, error) {
+	set, err := newFitSettings("Evaluate", []string{"batch_size", "verbose", "progress"}, opts)
+	if err != nil {
+		return nil, err
+	}
+	if m.comp == nil {
+		return nil, fmt.Errorf("nn: Evaluate %q: %w", m.name, errNotCompiled)
+	}
+	if err := m.checkSamples("evaluation", s, true); err != nil {
+		return nil, err
+	}
+	for _, b := range batchSizes(s.Len(), set.batch) {
+		if _, err := m.program(progKey{evalProg, b}); err != nil {
+			return nil, err
+		}
+	}
+	bar := newProgressBar(set.out, set.verbose, (s.Len()+set.batch-1)/set.batch)
+	logs, err := m.evaluate(s, set.batch, "", bar)
+	if err != nil {
+		return nil, err
+	}
+	bar.finish(logs)
+	return logs, nil
+}
+
+// evaluate runs the evaluation executables over s and returns the means,
+// named with namePrefix. bar, when not nil, shows the progress.
+func (m *Model) evaluate(s Samples, batch int, namePrefix string, bar *progressBar) (Logs, error) {
+	if err := m.resetAccumulators("eval"); err != nil {
+		return nil, err
+	}
+	n := s.Len()
+	in := tile.Shape(m.inputs[0].shape).Size()
+	tgt := m.comp.target.Size()
+	x := make([]float32, batch*in)
+	y := make([]float32, batch*tgt)
+	idx := make([]int, 0, batch)
+	steps := (n + batch - 1) / batch
+	for step := 0; step < steps; step++ {
+		idx = idx[:0]
+		for i := step * batch; i < min((step+1)*batch, n); i++ {
+			idx = append(idx, i)
+		}
+		nb := len(idx)
+		if err := s.Read(idx, x[:nb*in], y[:nb*tgt]); err != nil {
+			return nil, fmt.Errorf("nn: reading evaluation batch %d: %w", step, err)
+		}
+		p, err := m.program(progKey{evalProg, nb})
+		if err != nil {
+			return nil, err
+		}
+		if err := m.st.run(p, map[string]any{"x": x[:nb*in], "y": y[:nb*tgt]}); err != nil {
+			return nil, fmt.Errorf("nn: evaluating batch %d: %w", step+1, err)
+		}
+		if bar != nil && bar.live && step+1 < steps && bar.due() {
+			logs, err := m.readLogs("eval", namePrefix)
+			if err != nil {
+				return nil, err
+			}
+			bar.update(step+1, logs)
+		}
+	}
+	return m.readLogs("eval", namePrefix)
+}
+
+// Predict returns the model's outputs for samples s, in inference mode, as
+// an Array of shape (samples, output…). It accepts BatchSize (32 by
+// default), Verbose and Progress. A model that is not compiled can predict
+// once it has a device (SetDevice).
+func (m *Model) Predict(s Samples, opts ...FitOption) (*Array, error) {
+	set, err := newFitSettings("Predict", []string{"batch_size", "verbose", "progress"}, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.single("Predict"); err != nil {
+		return nil, err
+	}
+	if err := m.checkSamples("prediction", s, false); err != nil {
+		return nil, err
+	}
+	n := s.Len()
+	in := tile.Shape(m.inputs[0].shape).Size()
+	outShape := m.outputs[0].shape
+	per := outShape.Size()
+	res := &Array{Shape: append([]int{n}, outShape...), Data: make([]float32, n*per)}
+	x := make([]float32, set.batch*in)
+	idx := make([]int, 0, set.batch)
+	steps := (n + set.batch - 1) / set.batch
+	bar := newProgressBar(set.out, set.verbose, steps)
+	for step := 0; step < steps; step++ {
+		idx = idx[:0]
+		for i := step * set.batch; i < min((step+1)*set.batch, n); i++ {
+			idx = append(idx, i)
+		}
+		nb := len(idx)
+		if err := s.Read(idx, x[:nb*in], nil); err != nil {
+			return nil, fmt.Errorf("nn: Predict: reading batch %d: %w", step, err)
+		}
+		p, err := m.program(progKey{predictProg, nb})
+		if err != nil {
+			return nil, err
+		}
+		if err := m.st.run(p, map[string]any{"x": x[:nb*in]}); err != nil {
+			return nil, fmt.Errorf("nn: Predict: batch %d: %w", step+1, err)
+		}
+		lo := step * set.batch * per
+		if err := p.exe.ReadOutput("pred", res.Data[lo:lo+nb*per]); err != nil {
+			return nil, fmt.Errorf("nn: Predict: reading batch %d: %w", step+1, err)
+		}
+		if bar.live && bar.due() && step+1 < steps {
+			bar.update(step+1, nil)
+		}
+	}
+	bar.finish(nil)
+	return res, nil
+}
+
+// LearningRate returns the optimizer's current learning rate: the constant
+// one (as LearningRateScheduler may have changed it), or the schedule's at
+// the current step.
+func (m *Model) LearningRate() (float64, error) {
+	if m.comp == nil {
+		return 0, fmt.Errorf("nn: LearningRate %q: %w", m.name, errNotCompiled)
+	}
+	if sch := m.comp.opt.base().schedule; sch != nil {
+		it, err := m.st.i64(iterationsVar)
+		if err != nil {
+			return 0, err
+		}
+		return sch.Rate(int(it[0])), nil
+	}
+	v, err := m.st.f32(learningRateVar)
+	if err != nil {
+		return 0, err
+	}
+	return float64(v[0]), nil
+}
+
+// SetLearningRate replaces the optimizer's constant learning rate. It fails
+// for an optimizer that follows a Schedule.
+func (m *Model) SetLearningRate(lr float64) error {
+	if m.comp == nil {
+		return fmt.Errorf("nn: SetLearningRate %q: %w", m.name, errNotCompiled)
+	}
+	if m.comp.opt.base().schedule != nil {
+		return fmt.Errorf("nn: SetLearningRate: optimizer %s follows a schedule; its rate cannot be set", m.comp.opt.Name())
+	}
+	if !(lr > 0) || math.IsInf(lr, 0) {
+		return fmt.Errorf("nn: SetLearningRate: learning rate %v must be positive and finite", lr)
+	}
+	return m.st.setF32(learningRateVar, []float32{float32(lr)})
+}
+
+// Iterations returns the number of optimizer updates applied so far.
+func (m *Model) Iterations() (int64, error) {
+	if m.comp == nil {
+		return 0, fmt.Errorf("nn: Iterations %q: %w", m.name, errNotCompiled)
+	}
+	v, err := m.st.i64(iterationsVar)
+	if err != nil {
+		return 0, err
+	}
+	return v[0], nil
+}
+
+// stopWith stops training and records why.
+func (m *Model) stopWith(reason string) {
+	m.stop = true
+	if m.stopReason == "" {
+		m.stopReason = reason
+	}
+}
+
+// warnf prints a warning on its own line where Fit prints its progress, or
+// on standard error outside Fit.
+func (m *Model) warnf(format string, args ...any) {
+	w := m.logOut
+	if w == nil {
+		w = os.Stderr
+	}
+	if m.bar != nil {
+		m.bar.breakLine()
+	}
+	fmt.Fprintf(w, format+"\n", args...)
+}
+
+// weightSnapshot copies every weight's current value.
+func (m *Model) weightSnapshot() (map[string][]float32, error) {
+	out := map[string][]float32{}
+	for _, w := range m.weights {
+		v, err := m.st.f32(w.Name())
+		if err != nil {
+			return nil, err
+		}
+		out[w.Name()] = slices.Clone(v)
+	}
+	return out, nil
+}
+
+// restoreSnapshot puts back weights copied by weightSnapshot.
+func (m *Model) restoreSnapshot(snap map[string][]float32) error {
+	for name, v := range snap {
+		if err := m.st.setF32(name, slices.Clone(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package nn
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tartanml/tartan/tile"
+)
+
+// Node is a symbolic tensor of a functional model: the output of an Input or
+// of a layer applied to other nodes. Its shape is per sample (without the
+// batch dimension). A node made from bad arguments carries the error, and
+// every node computed from it carries it too, so a chain of Apply calls
+// needs one check, which Functional does.
+type Node struct {
+	layer Layer
+	in    []*Node
+	shape tile.Shape
+	err   error
+}
+
+// Shape returns the node's per-sample shape, nil when the node has an error.
+func (n *Node) Shape() []int {
+	if n == nil || n.err != nil {
+		return nil
+	}
+	return n.shape.Clone()
+}
+
+// Err returns the error met while making the node, or nil.
+func (n *Node) Err() error {
+	if n == nil {
+		return errors.New("nn: nil node")
+	}
+	return n.err
+}
+
+// Layer returns the layer that produces the node.
+func (n *Node) Layer() Layer { return n.layer }
+
+// inputLayer is the layer behind an Input node. It computes nothing: the
+// model binds the program input to its node.
+type inputLayer struct {
+	layerBase
+	cfg inputConfig
+}
+
+type inputConfig struct {
+	Name  string `json:"name"`
+	Shape []int  `json:"shape"`
+}
+
+// Input returns the input node of a model whose samples have the given
+// shape, such as Input(28, 28, 1) for 28×28 grey images (channels-last).
+// Sequential takes it as its first argument; Functional takes it among its
+// inputs.
+func Input(shape ...int) *Node {
+	return newInput(inputConfig{Shape: append([]int(nil), shape...)})
+}
+
+func newInput(cfg inputConfig) *Node {
+	l := &inputLayer{layerBase: newBase("InputLayer", cfg.Name, true, nil), cfg: cfg}
+	n := &Node{layer: l}
+	if len(cfg.Shape) == 0 {
+		l.err = errors.New("nn: Input: the sample shape is empty; give at least one dimension, such as Input(784)")
+	}
+	for _, d := range cfg.Shape {
+		if d < 1 {
+			l.err = fmt.Errorf("nn: Input: shape %v has a dimension below 1", cfg.Shape)
+		}
+	}
+	n.err = l.err
+	if n.err == nil {
+		n.shape = tile.Shape(cfg.Shape).Clone()
+		l.built, l.outShape = true, n.shape.Clone()
+	}
+	return n
+}
+
+func (l *inputLayer) build(in []tile.Shape) (tile.Shape, error) {
+	return nil, errors.New("an input layer cannot be applied to other nodes")
+}
+
+func (l *inputLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
+	return c.g.Errorf("input", "an input layer is bound, not called")
+}
+
+func (l *inputLayer) config() any {
+	cfg := l.cfg
+	cfg.Name = l.name
+	return cfg
+}
+
+// Apply calls layer l on the input nodes and returns its output node, as
+// Keras's layer(x) does. The first call builds the layer for the inputs'
+// shapes; calling it again on nodes of the same shapes shares its weights.
+func Apply(l Layer, in ...*Node) *Node {
+	if l == nil {
+		return &Node{err: errors.New("nn: Apply: nil layer")}
+	}
+	n := &Node{layer: l, in: in}
+	b := l.base()
+	what := layerDesc(l)
+	if b.err != nil {
+		n.err = b.err
+		return n
+	}
+	if _, ok := l.(*inputLayer); ok {
+		n.err = fmt.Errorf("nn: Apply: %s is an input layer; use its node directly", what)
+		return n
+	}
+	if len(in) == 0 {
+		n.err = fmt.Errorf("nn: Apply: %s needs at least one input node", what)
+		return n
+	}
+	shapes := make([]tile.Shape, len(in))
+	for i, x := range in {
+		if x == nil {
+			n.err = fmt.Errorf("nn: Apply: input %d of %s is nil", i, what)
+			return n
+		}
+		if x.err != nil {
+			n.err = x.err
+			return n
+		}
+		shapes[i] = x.shape
+	}
+	if b.built {
+		if !slices.EqualFunc(shapes, b.inShapes, tile.Shape.Equal) {
+			n.err = fmt.Errorf("nn: Apply: %s was built for inputs %s and cannot take %s", what, fmtShapes(b.inShapes), fmtShapes(shapes))
+			return n
+		}
+		n.shape = b.outShape.Clone()
+		return n
+	}
+	out, err := l.build(shapes)
+	if err != nil {
+		n.err = fmt.Errorf("nn: %s on input %s: %v", what, fmtShapes(shapes), err)
+		b.weights = nil
+		return n
+	}
+	b.built = true
+	b.inShapes = make([]tile.Shape, len(shapes))
+	for i, s := range shapes {
+		b.inShapes[i] = s.Clone()
+	}
+	b.outShape = out.Clone()
+	n.shape = out
+	return n
+}
+
+// layerDesc names a layer for error messages: "conv2d (Conv2D)", or just the
+// class before the layer is named.
+func layerDesc(l Layer) string {
+	if l.Name() == "" {
+		return l.ClassName()
+	}
+	return l.Name() + " (" + l.ClassName() + ")"
+}
+
+// fmtShapes formats per-sample shapes as Keras batch shapes.
+func fmtShapes(ss []tile.Shape) string {
+	if len(ss) == 1 {
+		return fmtShape(ss[0])
+	}
+	out := "["
+	for i, s := range ss {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmtShape(s)
+	}
+	return out + "]"
+}
+
+// Functional returns a model computing the output nodes from the input
+// nodes, as keras.Model(inputs, outputs) does. Every node the outputs depend
+// on must come from the given inputs. Training with Fit needs one input and
+// one output; Predict and Summary take any number.
+func Functional(name string, inputs, outputs []*Node) (*Model, error) {
+	return assemble(name, "Functional", inputs, outputs)
+}

@@ -1,0 +1,460 @@
+package nn
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+)
+
+// This file reads and writes the safetensors format, which PyTorch, JAX and
+// others read:
+//
+//	8 bytes   N, the header length, unsigned little-endian
+//	N bytes   a JSON object: for every tensor name,
+//	          {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]},
+//	          and optionally "__metadata__": {string: string}
+//	the rest  the tensors' bytes, little-endian, row-major, back to back;
+//	          offsets count from the start of this part
+//
+// Writers pad the header with spaces so that the data starts 8-byte
+// aligned. Readers here are strict: every offset pair must match its dtype
+// and shape, and the tensors must tile the data part exactly, so a
+// truncated or altered file is reported, never half read.
+
+// SafeTensor is one tensor of a safetensors file: its name, dtype (F32, F64,
+// I64, I32, I16, I8, U8, BOOL, F16, BF16, …), shape and raw little-endian
+// bytes.
+type SafeTensor struct {
+	Name  string
+	DType string
+	Shape []int
+	Data  []byte
+}
+
+// stDTypeSizes are the element sizes of the safetensors dtypes.
+var stDTypeSizes = map[string]int{
+	"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1,
+	"I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+	"I32": 4, "U32": 4, "F32": 4,
+	"I64": 8, "U64": 8, "F64": 8,
+}
+
+// maxHeader bounds the JSON header, as the reference implementation does.
+const maxHeader = 100 << 20
+
+// F32Tensor returns a float32 tensor holding a copy of v.
+func F32Tensor(name string, shape []int, v []float32) SafeTensor {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return SafeTensor{Name: name, DType: "F32", Shape: slices.Clone(shape), Data: b}
+}
+
+// I64Tensor returns an int64 tensor holding a copy of v.
+func I64Tensor(name string, shape []int, v []int64) SafeTensor {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	}
+	return SafeTensor{Name: name, DType: "I64", Shape: slices.Clone(shape), Data: b}
+}
+
+// Len returns the number of elements the shape holds.
+func (t *SafeTensor) Len() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Float32s returns the elements of an F32, F64, F16 or BF16 tensor, or of an
+// integer one, as float32.
+func (t *SafeTensor) Float32s() ([]float32, error) {
+	n := t.Len()
+	size := stDTypeSizes[t.DType]
+	if size == 0 || len(t.Data) != n*size {
+		return nil, fmt.Errorf("safetensors: tensor %q: %d bytes do not hold %v %s", t.Name, len(t.Data), t.Shape, t.DType)
+	}
+	out := make([]float32, n)
+	le := binary.LittleEndian
+	for i := range out {
+		b := t.Data[i*size:]
+		switch t.DType {
+		case "F32":
+			out[i] = math.Float32frombits(le.Uint32(b))
+		case "F64":
+			out[i] = float32(math.Float64frombits(le.Uint64(b)))
+		case "BF16":
+			out[i] = math.Float32frombits(uint32(le.Uint16(b)) << 16)
+		case "F16":
+			out[i] = halfToFloat(le.Uint16(b))
+		case "U8", "BOOL":
+			out[i] = float32(b[0])
+		case "I8":
+			out[i] = float32(int8(b[0]))
+		case "I16":
+			out[i] = float32(int16(le.Uint16(b)))
+		case "U16":
+			out[i] = float32(le.Uint16(b))
+		case "I32":
+			out[i] = float32(int32(le.Uint32(b)))
+		case "U32":
+			out[i] = float32(le.Uint32(b))
+		case "I64":
+			out[i] = float32(int64(le.Uint64(b)))
+		case "U64":
+			out[i] = float32(le.Uint64(b))
+		default:
+			return nil, fmt.Errorf("safetensors: tensor %q: cannot convert %s to float32", t.Name, t.DType)
+		}
+	}
+	return out, nil
+}
+
+// Int64s returns the elements of an integer or boolean tensor.
+func (t *SafeTensor) Int64s() ([]int64, error) {
+	n := t.Len()
+	size := stDTypeSizes[t.DType]
+	if size == 0 || len(t.Data) != n*size {
+		return nil, fmt.Errorf("safetensors: tensor %q: %d bytes do not hold %v %s", t.Name, len(t.Data), t.Shape, t.DType)
+	}
+	out := make([]int64, n)
+	le := binary.LittleEndian
+	for i := range out {
+		b := t.Data[i*size:]
+		switch t.DType {
+		case "I64", "U64":
+			out[i] = int64(le.Uint64(b))
+		case "I32":
+			out[i] = int64(int32(le.Uint32(b)))
+		case "U32":
+			out[i] = int64(le.Uint32(b))
+		case "I16":
+			out[i] = int64(int16(le.Uint16(b)))
+		case "U16":
+			out[i] = int64(le.Uint16(b))
+		case "I8":
+			out[i] = int64(int8(b[0]))
+		case "U8", "BOOL":
+			out[i] = int64(b[0])
+		default:
+			return nil, fmt.Errorf("safetensors: tensor %q is %s, not an integer type", t.Name, t.DType)
+		}
+	}
+	return out, nil
+}
+
+// halfToFloat converts an IEEE binary16 value to float32.
+func halfToFloat(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0:
+		// Subnormal: value = frac · 2⁻²⁴.
+		v := float32(frac) / (1 << 24)
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
+}
+
+// WriteSafetensors writes tensors and string metadata as a safetensors file
+// at path, atomically: to a temporary file in the same directory, synced,
+// then renamed over path.
+func WriteSafetensors(path string, tensors []SafeTensor, metadata map[string]string) error {
+	header, err := safetensorsHeader(tensors, metadata)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, func(w io.Writer) error {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(header)))
+		if _, err := w.Write(n[:]); err != nil {
+			return err
+		}
+		if _, err := w.Write(header); err != nil {
+			return err
+		}
+		for _, t := range tensors {
+			if _, err := w.Write(t.Data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// safetensorsHeader returns the padded JSON header describing tensors in
+// order.
+func safetensorsHeader(tensors []SafeTensor, metadata map[string]string) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	first := true
+	sep := func() {
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+	}
+	if len(metadata) > 0 {
+		sep()
+		b.WriteString(`"__metadata__":`)
+		keys := slices.Sorted(func(yield func(string) bool) {
+			for k := range metadata {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			kb, _ := json.Marshal(k)
+			vb, _ := json.Marshal(metadata[k])
+			b.Write(kb)
+			b.WriteByte(':')
+			b.Write(vb)
+		}
+		b.WriteByte('}')
+	}
+	seen := map[string]bool{}
+	off := 0
+	for _, t := range tensors {
+		if t.Name == "" || t.Name == "__metadata__" || seen[t.Name] {
+			return nil, fmt.Errorf("safetensors: tensor name %q is empty, reserved or repeated", t.Name)
+		}
+		seen[t.Name] = true
+		size := stDTypeSizes[t.DType]
+		if size == 0 {
+			return nil, fmt.Errorf("safetensors: tensor %q has unknown dtype %q", t.Name, t.DType)
+		}
+		for _, d := range t.Shape {
+			if d < 0 {
+				return nil, fmt.Errorf("safetensors: tensor %q has a negative dimension in %v", t.Name, t.Shape)
+			}
+		}
+		if len(t.Data) != t.Len()*size {
+			return nil, fmt.Errorf("safetensors: tensor %q of shape %v and dtype %s needs %d bytes, has %d", t.Name, t.Shape, t.DType, t.Len()*size, len(t.Data))
+		}
+		sep()
+		nb, _ := json.Marshal(t.Name)
+		shape := t.Shape
+		if shape == nil {
+			shape = []int{}
+		}
+		sb, _ := json.Marshal(shape)
+		b.Write(nb)
+		fmt.Fprintf(&b, `:{"dtype":%q,"shape":%s,"data_offsets":[%d,%d]}`, t.DType, sb, off, off+len(t.Data))
+		off += len(t.Data)
+	}
+	b.WriteByte('}')
+	for (8+b.Len())%8 != 0 {
+		b.WriteByte(' ')
+	}
+	return b.Bytes(), nil
+}
+
+// ReadSafetensors reads a safetensors file: its tensors in the order of
+// their data, and its metadata. A damaged file (truncated, a header that is
+// not valid JSON, offsets that disagree with the shapes or leave gaps) is an
+// error naming the file and what is wrong.
+func ReadSafetensors(path string) ([]SafeTensor, map[string]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, meta, err := parseSafetensors(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ts, meta, nil
+}
+
+// stEntry is one tensor's header entry.
+type stEntry struct {
+	DType   string `json:"dtype"`
+	Shape   []int  `json:"shape"`
+	Offsets []int  `json:"data_offsets"`
+}
+
+// ErrBadSafetensors is wrapped by every error about a damaged safetensors
+// file.
+var ErrBadSafetensors = errors.New("not a valid safetensors file")
+
+func parseSafetensors(raw []byte) ([]SafeTensor, map[string]string, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadSafetensors, fmt.Sprintf(format, args...))
+	}
+	if len(raw) < 8 {
+		return nil, nil, bad("%d bytes is too short for the 8-byte header length (truncated?)", len(raw))
+	}
+	n := binary.LittleEndian.Uint64(raw)
+	if n > maxHeader {
+		return nil, nil, bad("header length %d exceeds the %d-byte limit", n, maxHeader)
+	}
+	if 8+n > uint64(len(raw)) {
+		return nil, nil, bad("header of %d bytes but the file has only %d after the length (truncated?)", n, len(raw)-8)
+	}
+	head := raw[8 : 8+n]
+	body := raw[8+n:]
+	dec := json.NewDecoder(bytes.NewReader(head))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, nil, bad("the header is not a JSON object")
+	}
+	type located struct {
+		t      SafeTensor
+		lo, hi int
+	}
+	var found []located
+	var meta map[string]string
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, bad("header JSON: %v", err)
+		}
+		name, _ := tok.(string)
+		if seen[name] {
+			return nil, nil, bad("name %q appears twice in the header", name)
+		}
+		seen[name] = true
+		if name == "__metadata__" {
+			if err := dec.Decode(&meta); err != nil {
+				return nil, nil, bad("__metadata__ must map strings to strings: %v", err)
+			}
+			continue
+		}
+		var e stEntry
+		if err := dec.Decode(&e); err != nil {
+			return nil, nil, bad("entry %q: %v", name, err)
+		}
+		size := stDTypeSizes[e.DType]
+		if size == 0 {
+			return nil, nil, bad("tensor %q has unknown dtype %q", name, e.DType)
+		}
+		if e.Shape == nil || len(e.Offsets) != 2 {
+			return nil, nil, bad("tensor %q lacks a shape or a pair of data_offsets", name)
+		}
+		count := 1
+		for _, d := range e.Shape {
+			if d < 0 || (d > 0 && count > math.MaxInt32/d) {
+				return nil, nil, bad("tensor %q has a bad shape %v", name, e.Shape)
+			}
+			count *= d
+		}
+		lo, hi := e.Offsets[0], e.Offsets[1]
+		if lo < 0 || hi < lo || hi-lo != count*size {
+			return nil, nil, bad("tensor %q: offsets [%d, %d] do not hold %v %s (%d bytes)", name, lo, hi, e.Shape, e.DType, count*size)
+		}
+		if hi > len(body) {
+			return nil, nil, bad("tensor %q ends at byte %d of the data, but the file holds only %d data bytes (truncated?)", name, hi, len(body))
+		}
+		found = append(found, located{SafeTensor{Name: name, DType: e.DType, Shape: e.Shape, Data: slices.Clone(body[lo:hi])}, lo, hi})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, bad("header JSON: %v", err)
+	}
+	if rest := strings.TrimSpace(string(head[dec.InputOffset():])); rest != "" {
+		return nil, nil, bad("unexpected text after the header object")
+	}
+	// The tensors must tile the data exactly: sorted by offset, each starts
+	// where the previous ends, and the last ends at the end of the file.
+	slices.SortStableFunc(found, func(a, b located) int {
+		if a.lo != b.lo {
+			return a.lo - b.lo
+		}
+		return a.hi - b.hi
+	})
+	end := 0
+	tensors := make([]SafeTensor, len(found))
+	for i, f := range found {
+		if f.lo != end {
+			if f.lo < end {
+				return nil, nil, bad("tensor %q overlaps the tensor before it", f.t.Name)
+			}
+			return nil, nil, bad("a gap of %d bytes before tensor %q", f.lo-end, f.t.Name)
+		}
+		end = f.hi
+		tensors[i] = f.t
+	}
+	if end != len(body) {
+		return nil, nil, bad("%d data bytes follow the last tensor", len(body)-end)
+	}
+	return tensors, meta, nil
+}
+
+// writeFileAtomic writes a file through write to a temporary name in path's
+// directory, syncs it, renames it to path and syncs the directory, so that
+// path holds either its old contents or the complete new ones, whatever
+// happens.
+func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
+	dir, base := splitPath(path)
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	// CreateTemp makes the file private; give it the usual permissions.
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err = write(bw); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("renaming %s into place: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// splitPath returns a path's directory ("." when none) and base name.
+func splitPath(path string) (dir, base string) {
+	i := strings.LastIndexAny(path, `/\`)
+	if i < 0 {
+		return ".", path
+	}
+	if i == 0 {
+		return "/", path[1:]
+	}
+	return path[:i], path[i+1:]
+}

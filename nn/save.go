@@ -1,0 +1,396 @@
+package nn
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tartanml/tartan/tile"
+)
+
+// Files written here are safetensors files (see WriteSafetensors) whose
+// "__metadata__" says what they hold:
+//
+//   - weights (SaveWeights): every weight as an F32 tensor named like
+//     "conv2d/kernel"; metadata format "tartan.weights".
+//   - a whole model (Save): the same tensors, plus the architecture JSON
+//     (Model.Architecture) under "architecture"; format "tartan.model".
+//   - a checkpoint (SaveCheckpoint, ModelCheckpoint): the weights, the
+//     optimizer's slots ("optimizer/m/conv2d/kernel", …), its step counter
+//     "optimizer/iterations" (I64) and learning rate
+//     "optimizer/learning_rate", the dropout seed "rng/seed" (I64), and in
+//     the metadata the architecture, the optimizer's configuration, the
+//     number of epochs completed ("epoch") and the history so far (JSON);
+//     format "tartan.checkpoint".
+//
+// Every file is written atomically (a temporary file in the same directory,
+// synced, then renamed), and every load checks the whole file before it
+// changes anything: a truncated file, one from another architecture or with
+// missing or misshapen tensors is an error and the model is left as it was.
+
+const (
+	weightsFormat    = "tartan.weights"
+	modelFormat      = "tartan.model"
+	checkpointFormat = "tartan.checkpoint"
+)
+
+// SaveWeights writes the model's weights to a safetensors file.
+func (m *Model) SaveWeights(path string) error {
+	ts, err := m.weightTensors()
+	if err != nil {
+		return err
+	}
+	return WriteSafetensors(path, ts, map[string]string{"format": weightsFormat, "model": m.name})
+}
+
+// weightTensors returns every weight as an F32 tensor.
+func (m *Model) weightTensors() ([]SafeTensor, error) {
+	var ts []SafeTensor
+	for _, w := range m.weights {
+		v, err := m.st.f32(w.Name())
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, F32Tensor(w.Name(), w.shape, v))
+	}
+	return ts, nil
+}
+
+// LoadWeights reads weights written by SaveWeights, Save or SaveCheckpoint
+// (or any safetensors file with the same names and shapes, such as one
+// written by PyTorch). Every weight of the model must be in the file with
+// its shape; tensors the model lacks, other than optimizer and training
+// state, make it an error too. Nothing changes unless all of it loads.
+func (m *Model) LoadWeights(path string) error {
+	ts, _, err := ReadSafetensors(path)
+	if err != nil {
+		return fmt.Errorf("nn: loading weights: %w", err)
+	}
+	return m.setWeightTensors(path, ts)
+}
+
+// setWeightTensors checks that ts hold every weight of the model and
+// nothing foreign, then sets them.
+func (m *Model) setWeightTensors(path string, ts []SafeTensor) error {
+	byName := map[string]*SafeTensor{}
+	for i := range ts {
+		byName[ts[i].Name] = &ts[i]
+	}
+	vals := map[string][]float32{}
+	var problems []string
+	for _, w := range m.weights {
+		t := byName[w.Name()]
+		if t == nil {
+			problems = append(problems, fmt.Sprintf("weight %s %v is missing", w.Name(), w.shape))
+			continue
+		}
+		if !w.shape.Equal(t.Shape) {
+			problems = append(problems, fmt.Sprintf("weight %s is %v in the model but %v in the file", w.Name(), w.shape, t.Shape))
+			continue
+		}
+		if t.DType != "F32" && t.DType != "F64" && t.DType != "F16" && t.DType != "BF16" {
+			problems = append(problems, fmt.Sprintf("weight %s is %s in the file, not floating-point", w.Name(), t.DType))
+			continue
+		}
+		v, err := t.Float32s()
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		vals[w.Name()] = v
+	}
+	for _, t := range ts {
+		if m.weight(t.Name) == nil && !isStateName(t.Name) {
+			problems = append(problems, fmt.Sprintf("tensor %s %v in the file is not a weight of the model", t.Name, t.Shape))
+		}
+	}
+	if len(problems) > 0 {
+		if len(problems) > 6 {
+			problems = append(problems[:6], fmt.Sprintf("and %d more", len(problems)-6))
+		}
+		return fmt.Errorf("nn: %s does not fit model %q (written by a different architecture?): %s", path, m.name, strings.Join(problems, "; "))
+	}
+	for name, v := range vals {
+		if err := m.st.setF32(name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isStateName reports whether a tensor name is optimizer or training state
+// rather than a weight.
+func isStateName(name string) bool {
+	return strings.HasPrefix(name, "optimizer/") || strings.HasPrefix(name, "rng/")
+}
+
+// Save writes the whole model, architecture and weights, to one safetensors
+// file; Load reads it back.
+func (m *Model) Save(path string) error {
+	arch, err := m.Architecture()
+	if err != nil {
+		return err
+	}
+	ts, err := m.weightTensors()
+	if err != nil {
+		return err
+	}
+	return WriteSafetensors(path, ts, map[string]string{"format": modelFormat, "version": "1", "architecture": string(arch)})
+}
+
+// Load reads a model written by Save (or a checkpoint): it rebuilds the
+// architecture and sets the weights. The model has no device and is not
+// compiled.
+func Load(path string) (*Model, error) {
+	ts, meta, err := ReadSafetensors(path)
+	if err != nil {
+		return nil, fmt.Errorf("nn: loading model: %w", err)
+	}
+	if f := meta["format"]; f != modelFormat && f != checkpointFormat {
+		return nil, fmt.Errorf("nn: %s holds %s, not a model (write one with Model.Save)", path, describeFormat(f))
+	}
+	m, err := LoadArchitecture([]byte(meta["architecture"]))
+	if err != nil {
+		return nil, fmt.Errorf("nn: %s: %w", path, err)
+	}
+	if err := m.setWeightTensors(path, ts); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func describeFormat(f string) string {
+	switch f {
+	case "":
+		return "tensors without Tartan metadata"
+	case weightsFormat:
+		return "weights only (read them with LoadWeights)"
+	}
+	return "format " + strconv.Quote(f)
+}
+
+// Checkpoint is what LoadCheckpoint read: where training stopped. Pass it to
+// Fit with Resume to continue.
+type Checkpoint struct {
+	// Epoch is the number of epochs completed, which is the epoch (counted
+	// from 0) at which training resumes.
+	Epoch int
+	// History holds the epochs run before the checkpoint.
+	History *History
+}
+
+// SaveCheckpoint writes everything needed to resume training after epochs
+// completed epochs: weights, optimizer state, step counter, seed, and the
+// history of the last Fit. The model must be compiled.
+func (m *Model) SaveCheckpoint(path string, epochs int) error {
+	return m.saveCheckpoint(path, epochs, m.history)
+}
+
+func (m *Model) saveCheckpoint(path string, epochs int, hist *History) error {
+	if m.comp == nil {
+		return fmt.Errorf("nn: SaveCheckpoint %q: %w", m.name, errNotCompiled)
+	}
+	arch, err := m.Architecture()
+	if err != nil {
+		return err
+	}
+	ts, err := m.weightTensors()
+	if err != nil {
+		return err
+	}
+	names := m.stateNames()
+	for _, n := range names {
+		v := m.st.vars[n]
+		if v.dtype == tile.Int64 {
+			x, err := m.st.i64(n)
+			if err != nil {
+				return err
+			}
+			ts = append(ts, I64Tensor(n, v.shape, x))
+			continue
+		}
+		x, err := m.st.f32(n)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, F32Tensor(n, v.shape, x))
+	}
+	optCfg, err := json.Marshal(optimizerConfig(m.comp.opt))
+	if err != nil {
+		return err
+	}
+	if hist == nil {
+		hist = newHistory()
+	}
+	histJSON, err := json.Marshal(historyJSON(hist))
+	if err != nil {
+		return err
+	}
+	meta := map[string]string{
+		"format":       checkpointFormat,
+		"version":      "1",
+		"architecture": string(arch),
+		"optimizer":    string(optCfg),
+		"loss":         m.comp.loss.Name(),
+		"epoch":        strconv.Itoa(epochs),
+		"seed":         strconv.FormatInt(m.seed, 10),
+		"history":      string(histJSON),
+	}
+	return WriteSafetensors(path, ts, meta)
+}
+
+// stateNames lists the optimizer and seed variables a checkpoint holds, in
+// a fixed order.
+func (m *Model) stateNames() []string {
+	var names []string
+	for n := range m.st.vars {
+		if isStateName(n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// LoadCheckpoint restores a checkpoint written by SaveCheckpoint or
+// ModelCheckpoint into the model, which must be compiled with the same
+// kind of optimizer: weights, optimizer state, step counter, learning rate
+// and seed. It checks the whole file first (its format, the architecture,
+// the optimizer, every tensor's presence and shape) and changes nothing
+// when any check fails.
+func (m *Model) LoadCheckpoint(path string) (*Checkpoint, error) {
+	if m.comp == nil {
+		return nil, fmt.Errorf("nn: LoadCheckpoint %q: %w", m.name, errNotCompiled)
+	}
+	ts, meta, err := ReadSafetensors(path)
+	if err != nil {
+		return nil, fmt.Errorf("nn: loading checkpoint: %w", err)
+	}
+	if meta["format"] != checkpointFormat {
+		return nil, fmt.Errorf("nn: %s holds %s, not a checkpoint", path, describeFormat(meta["format"]))
+	}
+	arch, err := m.Architecture()
+	if err != nil {
+		return nil, err
+	}
+	if !sameArchitecture(arch, []byte(meta["architecture"])) {
+		return nil, fmt.Errorf("nn: checkpoint %s was written by a different model than %q: %s", path, m.name, archDiff(arch, []byte(meta["architecture"])))
+	}
+	var optCfg map[string]any
+	if err := json.Unmarshal([]byte(meta["optimizer"]), &optCfg); err != nil {
+		return nil, fmt.Errorf("nn: checkpoint %s: bad optimizer metadata: %v", path, err)
+	}
+	if optCfg["name"] != m.comp.opt.Name() {
+		return nil, fmt.Errorf("nn: checkpoint %s was written with optimizer %v, but model %q is compiled with %s", path, optCfg["name"], m.name, m.comp.opt.Name())
+	}
+	epoch, err := strconv.Atoi(meta["epoch"])
+	if err != nil || epoch < 0 {
+		return nil, fmt.Errorf("nn: checkpoint %s: bad epoch %q", path, meta["epoch"])
+	}
+	seed, err := strconv.ParseInt(meta["seed"], 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("nn: checkpoint %s: bad seed %q", path, meta["seed"])
+	}
+	var hj historyDoc
+	if err := json.Unmarshal([]byte(meta["history"]), &hj); err != nil {
+		return nil, fmt.Errorf("nn: checkpoint %s: bad history: %v", path, err)
+	}
+	byName := map[string]*SafeTensor{}
+	for i := range ts {
+		byName[ts[i].Name] = &ts[i]
+	}
+	// Check the optimizer and seed state before touching anything.
+	f32s := map[string][]float32{}
+	i64s := map[string][]int64{}
+	for _, n := range m.stateNames() {
+		v := m.st.vars[n]
+		t := byName[n]
+		if t == nil {
+			return nil, fmt.Errorf("nn: checkpoint %s lacks %s %v (written with other optimizer settings?)", path, n, v.shape)
+		}
+		if !v.shape.Equal(t.Shape) {
+			return nil, fmt.Errorf("nn: checkpoint %s: %s is %v in the file but %v in the model", path, n, t.Shape, v.shape)
+		}
+		if v.dtype == tile.Int64 {
+			if i64s[n], err = t.Int64s(); err != nil {
+				return nil, fmt.Errorf("nn: checkpoint %s: %w", path, err)
+			}
+		} else if f32s[n], err = t.Float32s(); err != nil {
+			return nil, fmt.Errorf("nn: checkpoint %s: %w", path, err)
+		}
+	}
+	for _, t := range ts {
+		if isStateName(t.Name) && !m.st.has(t.Name) {
+			return nil, fmt.Errorf("nn: checkpoint %s holds %s, which the model's optimizer %s does not have (written with other optimizer settings?)", path, t.Name, m.comp.opt.Name())
+		}
+	}
+	if err := m.setWeightTensors(path, ts); err != nil {
+		return nil, err
+	}
+	for n, v := range f32s {
+		if err := m.st.setF32(n, v); err != nil {
+			return nil, err
+		}
+	}
+	for n, v := range i64s {
+		if err := m.st.setI64(n, v); err != nil {
+			return nil, err
+		}
+	}
+	m.seed = seed
+	return &Checkpoint{Epoch: epoch, History: hj.history()}, nil
+}
+
+// sameArchitecture compares two architectures, ignoring the model's name.
+func sameArchitecture(a, b []byte) bool {
+	var x, y archDoc
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	x.Name, y.Name = "", ""
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
+
+// historyDoc is a History in JSON; NaN and infinite values become null.
+type historyDoc struct {
+	Epochs       []int                 `json:"epochs"`
+	Metrics      map[string][]*float64 `json:"metrics"`
+	EpochSeconds []float64             `json:"epoch_seconds"`
+}
+
+func historyJSON(h *History) historyDoc {
+	d := historyDoc{Epochs: h.Epochs, Metrics: map[string][]*float64{}, EpochSeconds: h.EpochSeconds}
+	for k, vs := range h.Metrics {
+		out := make([]*float64, len(vs))
+		for i, v := range vs {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				x := v
+				out[i] = &x
+			}
+		}
+		d.Metrics[k] = out
+	}
+	return d
+}
+
+func (d historyDoc) history() *History {
+	h := newHistory()
+	h.Epochs = slices.Clone(d.Epochs)
+	h.EpochSeconds = slices.Clone(d.EpochSeconds)
+	for k, vs := range d.Metrics {
+		out := make([]float64, len(vs))
+		for i, v := range vs {
+			out[i] = math.NaN()
+			if v != nil {
+				out[i] = *v
+			}
+		}
+		h.Metrics[k] = out
+	}
+	return h
+}

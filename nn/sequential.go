@@ -1,0 +1,44 @@
+package nn
+
+import (
+	"fmt"
+)
+
+// Sequential returns a model that applies layers one after another to the
+// samples described by input, as keras.Sequential([Input(...), ...]) does:
+//
+//	m, err := nn.Sequential("fashion_cnn", nn.Input(28, 28, 1),
+//		nn.Conv2D(64, 2, nn.Padding("same"), nn.Activation("relu")),
+//		nn.MaxPooling2D(2), nn.Dropout(0.3),
+//		nn.Flatten(), nn.Dense(10, nn.Activation("softmax")))
+//
+// Every layer is built for the output shape of the one before; an error
+// names the layer and its position.
+func Sequential(name string, input *Node, layers ...Layer) (*Model, error) {
+	if input == nil {
+		return nil, fmt.Errorf("nn: Sequential %q: nil input; start with nn.Input(shape...)", name)
+	}
+	if input.err != nil {
+		return nil, fmt.Errorf("nn: Sequential %q: %w", name, input.err)
+	}
+	if _, ok := input.layer.(*inputLayer); !ok {
+		return nil, fmt.Errorf("nn: Sequential %q: the first argument must come from nn.Input, not from layer %s", name, layerDesc(input.layer))
+	}
+	if len(layers) == 0 {
+		return nil, fmt.Errorf("nn: Sequential %q: no layers after the input", name)
+	}
+	x := input
+	for i, l := range layers {
+		if l == nil {
+			return nil, fmt.Errorf("nn: Sequential %q: layer %d of %d is nil", name, i+1, len(layers))
+		}
+		if l.base().built {
+			return nil, fmt.Errorf("nn: Sequential %q: layer %d of %d (%s) already belongs to another model; make a new one", name, i+1, len(layers), layerDesc(l))
+		}
+		x = Apply(l, x)
+		if x.err != nil {
+			return nil, fmt.Errorf("nn: Sequential %q: layer %d of %d: %w", name, i+1, len(layers), x.err)
+		}
+	}
+	return assemble(name, "Sequential", []*Node{input}, []*Node{x})
+}

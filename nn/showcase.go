@@ -1,0 +1,62 @@
+package nn
+
+import (
+	"fmt"
+	"slices"
+)
+
+// FashionCNN returns the showcase model: the Keras Fashion-MNIST CNN that
+// reaches about 91% test accuracy in 10 epochs of Adam 1e-3 with batches of
+// 64 and sparse categorical cross-entropy.
+//
+//	Input(28, 28, 1)
+//	Conv2D(64, 2, padding same, relu)  → MaxPooling2D(2) → Dropout(0.3)
+//	Conv2D(32, 2, padding same, relu)  → MaxPooling2D(2) → Dropout(0.3)
+//	Flatten → Dense(256, relu) → Dropout(0.5) → Dense(10, softmax)
+//
+// Its 412,778 weights are conv2d (320), conv2d_1 (8,224), dense (401,664)
+// and dense_1 (2,570).
+func FashionCNN() (*Model, error) {
+	return Sequential("fashion_cnn", Input(28, 28, 1),
+		Conv2D(64, 2, Padding("same"), Activation("relu")),
+		MaxPooling2D(2), Dropout(0.3),
+		Conv2D(32, 2, Padding("same"), Activation("relu")),
+		MaxPooling2D(2), Dropout(0.3),
+		Flatten(), Dense(256, Activation("relu")), Dropout(0.5),
+		Dense(10, Activation("softmax")))
+}
+
+// FashionMLP returns the multilayer perceptron of Keras's basic
+// classification tutorial, for 28×28 grey images: Flatten → Dense(128,
+// relu) → Dense(10, softmax). It trains much faster than FashionCNN and
+// reaches about 88% test accuracy.
+func FashionMLP() (*Model, error) {
+	return Sequential("fashion_mlp", Input(28, 28, 1),
+		Flatten(), Dense(128, Activation("relu")), Dense(10, Activation("softmax")))
+}
+
+// showcase lists the models ShowcaseModel knows, by command-line name.
+var showcase = map[string]func() (*Model, error){
+	"fashion-cnn": FashionCNN,
+	"fashion-mlp": FashionMLP,
+}
+
+// ShowcaseModels returns the names ShowcaseModel accepts.
+func ShowcaseModels() []string {
+	var names []string
+	for n := range showcase {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ShowcaseModel returns a new model by its command-line name, such as
+// "fashion-cnn".
+func ShowcaseModel(name string) (*Model, error) {
+	f := showcase[name]
+	if f == nil {
+		return nil, fmt.Errorf("nn: unknown model %q (want one of %v)", name, ShowcaseModels())
+	}
+	return f()
+}

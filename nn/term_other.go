@@ -1,0 +1,11 @@
+//go:build !linux && !darwin && !freebsd && !netbsd && !openbsd && !dragonfly
+
+package nn
+
+import "os"
+
+// fdIsTerminal reports whether f looks like a terminal: a character device.
+func fdIsTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
