@@ -1,0 +1,47 @@
+// Package opencl is Tartan's OpenCL backend: a backend.Device over the thin
+// binding in package cl, rendering the kernel IR (package kir) to OpenCL C
+// 1.2 source.
+//
+// Phases and entry points:
+//
+//   - Discovery and opening (device.go): List returns every OpenCL device as
+//     a Candidate with a stable id "opencl:<platform>:<device>"; Open and
+//     OpenCandidate create a context and one in-order queue. Device.Target
+//     turns the device's queried limits into a compile.Target.
+//   - Rendering (render*.go): every kir.Kernel becomes one __kernel (two when
+//     its reduction is split) in one program. The generic "loops" template
+//     gives each output point a work-item and runs the reduction loops in
+//     order; "reduce" deals a reduction out to a work-group (and across
+//     groups, with a second combining launch) for outputs with few points;
+//     "gemm" is a tiled matrix product staging A and B panels in local
+//     memory through the operands' own load expressions (conditions and
+//     Skip loads included), with a register-tiled inner product or, on
+//     NVIDIA devices, tensor-core instructions in inline PTX
+//     (render_mma.go), and a split reduction when the output has few
+//     tiles. On GPUs, sums of products the compiler left as loops because
+//     of their conditions (padded convolutions and their gradients) are
+//     rendered as matrix products too. Index arithmetic is integer
+//     arithmetic with floor-division helpers; Skip and Fill loads are
+//     bounds-checked reads; Epilogues are fused into the store.
+//   - Building (device.go, cache.go): one program per executable, its binary
+//     cached on disk under $XDG_CACHE_HOME/tartan/opencl keyed by the SHA-256
+//     of source, device, driver and options.
+//   - Executing (executable.go): Device.Load allocates one buffer per
+//     storage slot and sets every kernel's arguments once; Run enqueues the
+//     launches without waiting; reads wait.
+//
+// Errors name the culprit: BuildError carries the compiler log and the
+// kernels it points at, OutOfMemoryError the buffers of the failed
+// allocation, and a device that stops working is reported once as lost
+// (ErrDeviceLost) and refuses further work. TARTAN_DEBUG=kernels prints every
+// rendered program.
+//
+// f32 matrix products run in float32 on the ordinary cores (MatmulFP32) except
+// on devices that pass the tensor-core probe (NVIDIA's, with inline PTX
+// mma.sync), where the default is 3xTF32 (Matmul3xTF32: three tensor-core
+// products of tf32 high parts and remainders per step, summed from zero and
+// added to the accumulator in float32 with round-to-nearest, which keeps
+// float32 accuracy) and MatmulTF32 trades accuracy for speed; WithMatmul and
+// $TARTAN_MATMUL choose. WithGEMMTile overrides the tiling for tuning, and
+// WithProfiling with Executable.Profile times every launch.
+package opencl

@@ -1,0 +1,449 @@
+package opencl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/opencl/cl"
+	"github.com/tartanml/tartan/kir"
+)
+
+// Executable is a kir.Program loaded on a device: one built OpenCL program,
+// one device buffer per storage slot (temporaries of a slot are views of
+// it), scratch buffers for split reductions and the launches with their
+// arguments set once. Run enqueues every launch on the device's in-order
+// queue and returns without waiting; reads wait.
+type Executable struct {
+	d        *Device
+	p        *kir.Program
+	prog     *cl.Program
+	slots    []*cl.Buffer
+	scratch  []*cl.Buffer
+	launches []launch
+	inputs   map[string]int
+	outputs  map[string]int
+	vars     map[string]int
+	closed   bool
+}
+
+type launch struct {
+	plan   launchPlan
+	kernel *cl.Kernel
+	rng    cl.NDRange
+}
+
+// Load builds p for the device: it renders every kernel to OpenCL C, builds
+// the program (or takes its binary from the cache), allocates the slots,
+// fills constants, zeroes variables and prepares the launches.
+func (d *Device) Load(p *kir.Program) (*Executable, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("opencl: %w", err)
+	}
+	tr := d.traits()
+	e, err := d.load(p, tr)
+	var be *BuildError
+	if err != nil && tr.MMA != "" && !tr.EmulateMMA && errors.As(err, &be) {
+		// The driver passed the tensor-core probe but rejects this
+		// program: use the ordinary cores from now on.
+		d.disableTensorCores("a program using them failed to build: " + firstLine(err.Error()))
+		tr.MMA = ""
+		e, err = d.load(p, tr)
+	}
+	return e, err
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// load renders p with traits tr and loads it.
+func (d *Device) load(p *kir.Program, tr traits) (*Executable, error) {
+	r, err := render(p, tr)
+	if err != nil {
+		return nil, err
+	}
+	debugKernels(d, p, r)
+	e := &Executable{d: d, p: p, inputs: map[string]int{}, outputs: map[string]int{}, vars: map[string]int{}}
+	for _, b := range p.Inputs {
+		e.inputs[b.Name] = b.Buffer
+	}
+	for _, b := range p.Outputs {
+		e.outputs[b.Name] = b.Buffer
+	}
+	for _, b := range p.Variables {
+		e.vars[b.Name] = b.Buffer
+	}
+	if err := e.load(r); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Executable) load(r *rendered) error {
+	d, p := e.d, e.p
+	if len(r.Launches) > 0 {
+		prog, err := d.build(p.Name, r.Source)
+		if err != nil {
+			return err
+		}
+		e.prog = prog
+	}
+	// Slots hold their buffers in the device's storage types (f16 and
+	// bf16 as float32), which may be wider than the plan assumed.
+	slotBytes := append([]int(nil), p.SlotBytes...)
+	for _, b := range p.Buffers {
+		slotBytes[b.Slot] = max(slotBytes[b.Slot], b.Size()*storageSize(b.DType))
+	}
+	var total int64
+	for _, n := range slotBytes {
+		total += int64(allocSize(n))
+	}
+	for _, n := range r.Scratch {
+		total += int64(allocSize(n))
+	}
+	alloc := func(what string, n int) (*cl.Buffer, error) {
+		size := allocSize(n)
+		if uint64(size) > d.info.MaxMemAllocSize && d.info.MaxMemAllocSize > 0 {
+			return nil, &OutOfMemoryError{Device: d.cand.ID + " " + d.info.Name, What: what, Bytes: size, Total: total,
+				Available: d.info.GlobalMemSize, Err: fmt.Errorf("larger than the device's largest buffer (%d bytes)", d.info.MaxMemAllocSize)}
+		}
+		b, err := d.ctx.NewBuffer(cl.MemReadWrite, size)
+		if err == nil {
+			// Touch the memory now so that a shortage shows here, naming
+			// the buffer, rather than at some later launch.
+			if d.queue.CanFillBuffer() {
+				err = d.queue.FillBuffer(b, []byte{0, 0, 0, 0}, 0, size)
+			} else {
+				err = d.queue.WriteBuffer(b, 0, size, make([]byte, size))
+			}
+			if err == nil {
+				err = d.queue.Finish()
+			}
+			if err != nil {
+				b.Release()
+			}
+		}
+		if err != nil {
+			if isOOM(err) {
+				return nil, &OutOfMemoryError{Device: d.cand.ID + " " + d.info.Name, What: what, Bytes: size, Total: total,
+					Available: d.info.GlobalMemSize, Err: err}
+			}
+			return nil, d.execError("allocating "+what, err)
+		}
+		return b, nil
+	}
+	for s, n := range slotBytes {
+		b, err := alloc(slotDescription(p, s), n)
+		if err != nil {
+			return err
+		}
+		e.slots = append(e.slots, b)
+	}
+	for i, n := range r.Scratch {
+		b, err := alloc(fmt.Sprintf("scratch buffer %d", i), n)
+		if err != nil {
+			return err
+		}
+		e.scratch = append(e.scratch, b)
+	}
+	for _, b := range p.Buffers {
+		if b.Kind == kir.Constant && b.Size() > 0 {
+			data := encodeFloat64(b.DType, b.Init)
+			if err := d.queue.WriteBuffer(e.slots[b.Slot], 0, len(data), data); err != nil {
+				return d.execError(fmt.Sprintf("writing constant b%d", b.ID), err)
+			}
+		}
+	}
+	for _, lp := range r.Launches {
+		k, err := e.prog.NewKernel(lp.Fn)
+		if err != nil {
+			return fmt.Errorf("opencl: program %q: kernel %s: %w", p.Name, lp.Fn, err)
+		}
+		e.launches = append(e.launches, launch{plan: lp, kernel: k})
+		l := &e.launches[len(e.launches)-1]
+		for i, a := range lp.Args {
+			buf := e.scratchOr(a)
+			if err := k.SetArgBuffer(i, buf); err != nil {
+				return fmt.Errorf("opencl: program %q: kernel %s: %w", p.Name, lp.Fn, err)
+			}
+		}
+		local := lp.Local
+		if !lp.Fixed {
+			local = 256
+			if wi, err := k.WorkGroupInfo(d.cand.Device); err == nil && wi.MaxSize > 0 {
+				for local > wi.MaxSize {
+					local /= 2
+				}
+			}
+			local = min(local, max(d.info.MaxWorkGroupSize, 1))
+			for local > 1 && local/2 >= lp.Global {
+				local /= 2
+			}
+		} else if wi, err := k.WorkGroupInfo(d.cand.Device); err == nil && wi.MaxSize > 0 && wi.MaxSize < local {
+			return fmt.Errorf("opencl: program %q: kernel %s (%s) needs work-groups of %d, but %s allows %d for it",
+				p.Name, lp.Fn, lp.Strategy, local, d.info.Name, wi.MaxSize)
+		}
+		global := ceilDiv(lp.Global, local) * local
+		l.rng = cl.NDRange{Global: []int{global}, Local: []int{local}}
+	}
+	return d.execError("preparing program "+p.Name, d.queue.Finish())
+}
+
+// allocSize rounds a buffer size up to a positive multiple of 16 bytes.
+func allocSize(n int) int { return max((n+15)/16*16, 16) }
+
+func (e *Executable) scratchOr(a argRef) *cl.Buffer {
+	if a.Buf >= 0 {
+		return e.slots[e.p.Buffers[a.Buf].Slot]
+	}
+	return e.scratch[a.Scratch]
+}
+
+func (e *Executable) ready() error {
+	if e.closed {
+		return fmt.Errorf("opencl: executable %q is closed", e.p.Name)
+	}
+	return e.d.usable()
+}
+
+// Run implements backend.Executable: every kernel is enqueued in order; the
+// call returns once they are submitted.
+func (e *Executable) Run() error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	for _, l := range e.launches {
+		if err := e.d.queue.RunKernel(l.kernel, l.rng); err != nil {
+			return e.d.execError(fmt.Sprintf("launching kernel %s (%s) of %q", l.plan.Fn, l.plan.Strategy, e.p.Name), err)
+		}
+	}
+	return e.d.execError("submitting "+e.p.Name, e.d.queue.Flush())
+}
+
+// Finish waits until every enqueued command has completed.
+func (e *Executable) Finish() error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	return e.d.execError("waiting for "+e.p.Name, e.d.queue.Finish())
+}
+
+// write enqueues host data into buffer id without waiting; the copy made by
+// encode is held by the queue until the transfer completes.
+func (e *Executable) write(what string, id int, data any) error {
+	b := e.p.Buffers[id]
+	if err := backend.CheckHost(what, b.DType, b.Size(), data); err != nil {
+		return fmt.Errorf("opencl: %q: %w", e.p.Name, err)
+	}
+	if b.Size() == 0 {
+		return nil
+	}
+	bytes, err := encode(b.DType, data)
+	if err != nil {
+		return fmt.Errorf("opencl: %q: %s: %w", e.p.Name, what, err)
+	}
+	ev, err := e.d.queue.EnqueueWriteBuffer(e.slots[b.Slot], 0, len(bytes), bytes)
+	if err != nil {
+		return e.d.execError("writing "+what, err)
+	}
+	ev.Release()
+	return nil
+}
+
+// read copies buffer id into host data, waiting for the queue.
+func (e *Executable) read(what string, id int, dst any) error {
+	b := e.p.Buffers[id]
+	if err := backend.CheckHost(what, b.DType, b.Size(), dst); err != nil {
+		return fmt.Errorf("opencl: %q: %w", e.p.Name, err)
+	}
+	if b.Size() == 0 {
+		return nil
+	}
+	buf := make([]byte, b.Size()*storageSize(b.DType))
+	if err := e.d.queue.ReadBuffer(e.slots[b.Slot], 0, len(buf), buf); err != nil {
+		return e.d.execError("reading "+what, err)
+	}
+	return decode(b.DType, buf, dst)
+}
+
+func (e *Executable) names(m map[string]int) string {
+	var s []string
+	for n := range m {
+		s = append(s, fmt.Sprintf("%q", n))
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// SetInput implements backend.Executable.
+func (e *Executable) SetInput(name string, data any) error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	id, ok := e.inputs[name]
+	if !ok {
+		return fmt.Errorf("opencl: program %q has no input %q (inputs: %s)", e.p.Name, name, e.names(e.inputs))
+	}
+	return e.write("input "+name, id, data)
+}
+
+// ReadOutput implements backend.Executable.
+func (e *Executable) ReadOutput(name string, dst any) error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	id, ok := e.outputs[name]
+	if !ok {
+		return fmt.Errorf("opencl: program %q has no output %q (outputs: %s)", e.p.Name, name, e.names(e.outputs))
+	}
+	return e.read("output "+name, id, dst)
+}
+
+// ReadVariable implements backend.Executable.
+func (e *Executable) ReadVariable(name string, dst any) error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	id, ok := e.vars[name]
+	if !ok {
+		return fmt.Errorf("opencl: program %q has no variable %q (variables: %s)", e.p.Name, name, e.names(e.vars))
+	}
+	return e.read("variable "+name, id, dst)
+}
+
+// WriteVariable implements backend.Executable.
+func (e *Executable) WriteVariable(name string, data any) error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	id, ok := e.vars[name]
+	if !ok {
+		return fmt.Errorf("opencl: program %q has no variable %q (variables: %s)", e.p.Name, name, e.names(e.vars))
+	}
+	return e.write("variable "+name, id, data)
+}
+
+// Close implements backend.Executable: it waits for the queue and releases
+// the kernels, program and buffers. Closing twice is harmless.
+func (e *Executable) Close() error {
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	var first error
+	keep := func(err error) {
+		if first == nil && err != nil {
+			first = err
+		}
+	}
+	if e.d.usable() == nil {
+		keep(e.d.queue.Finish())
+	}
+	for _, l := range e.launches {
+		keep(l.kernel.Release())
+	}
+	if e.prog != nil {
+		keep(e.prog.Release())
+	}
+	for _, b := range e.slots {
+		keep(b.Release())
+	}
+	for _, b := range e.scratch {
+		keep(b.Release())
+	}
+	return first
+}
+
+// LaunchTime is the device time of one launch.
+type LaunchTime struct {
+	Fn       string // the __kernel function
+	Strategy string // its template and tiling
+	Source   string // the tile nodes the kernel computes
+	Seconds  float64
+}
+
+// Profile runs the program once with an event per launch and returns each
+// launch's device time, in launch order. The device must have been opened
+// with WithProfiling.
+func (e *Executable) Profile() ([]LaunchTime, error) {
+	if err := e.ready(); err != nil {
+		return nil, err
+	}
+	if !e.d.cfg.profile {
+		return nil, fmt.Errorf("opencl: Profile of %q: device %s was opened without WithProfiling", e.p.Name, e.d.cand.ID)
+	}
+	events := make([]*cl.Event, 0, len(e.launches))
+	defer func() {
+		for _, ev := range events {
+			ev.Release()
+		}
+	}()
+	for _, l := range e.launches {
+		ev, err := e.d.queue.EnqueueKernel(l.kernel, l.rng)
+		if err != nil {
+			return nil, e.d.execError(fmt.Sprintf("launching kernel %s of %q", l.plan.Fn, e.p.Name), err)
+		}
+		events = append(events, ev)
+	}
+	if err := e.d.queue.Finish(); err != nil {
+		return nil, e.d.execError("profiling "+e.p.Name, err)
+	}
+	out := make([]LaunchTime, len(events))
+	for i, ev := range events {
+		t, err := ev.Profile()
+		if err != nil {
+			return nil, fmt.Errorf("opencl: profile of %s: %w", e.launches[i].plan.Fn, err)
+		}
+		l := e.launches[i].plan
+		out[i] = LaunchTime{Fn: l.Fn, Strategy: l.Strategy, Source: e.p.Kernels[l.Kernel].Source,
+			Seconds: float64(t.Ended-t.Started) / 1e9}
+	}
+	return out, nil
+}
+
+// Launches describes the launches of the executable, one line each, for
+// debugging and benchmarks.
+func (e *Executable) Launches() []string {
+	var out []string
+	for _, l := range e.launches {
+		out = append(out, fmt.Sprintf("%s: %s, %v", l.plan.Fn, l.plan.Strategy, l.rng))
+	}
+	return out
+}
+
+// debugKernels prints the rendered source when TARTAN_DEBUG lists
+// "kernels".
+func debugKernels(d *Device, p *kir.Program, r *rendered) {
+	if !debugOn("kernels") {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "=== OpenCL program %q for %s %q: %d launches\n", p.Name, d.cand.ID, d.info.Name, len(r.Launches))
+	for _, l := range r.Launches {
+		fmt.Fprintf(os.Stderr, "  %s: kernel %d, %s, %d work-items\n", l.Fn, l.Kernel, l.Strategy, l.Global)
+	}
+	fmt.Fprintln(os.Stderr, r.Source)
+}
+
+// debugOn reports whether TARTAN_DEBUG (a comma list) includes what.
+func debugOn(what string) bool {
+	for _, f := range strings.Split(os.Getenv("TARTAN_DEBUG"), ",") {
+		if strings.TrimSpace(f) == what {
+			return true
+		}
+	}
+	return false
+}
+
+var _ backend.Executable = (*Executable)(nil)

@@ -1,0 +1,967 @@
+package opencl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tartanml/tartan/kir"
+	"github.com/tartanml/tartan/tile"
+)
+
+// gemmPlan is a kernel mapped onto C[b][m][n] = Σ_k A(b,m,k)·B(b,k,n): the
+// compiler's GEMMView with the extents of its groups and the Where
+// conditions that belong to each operand.
+type gemmPlan struct {
+	view         *kir.GEMMView
+	B, M, N, K   int
+	condA, condB []kir.Cond
+}
+
+// planGEMM checks that k's GEMMView can be rendered as a tiled matrix
+// product: a sum of the product of the view's operands, every output loop
+// in exactly one of the batch, M and N groups, every reduction loop in K,
+// operand A reading only batch, M and K loops, B only batch, N and K loops,
+// and every Where condition belonging to one operand. It says why not
+// otherwise.
+func planGEMM(p *kir.Program, k *kir.Kernel) (*gemmPlan, string) {
+	return planView(p, k, k.Schedule.GEMM)
+}
+
+// planView is planGEMM for a given view.
+func planView(p *kir.Program, k *kir.Kernel, v *kir.GEMMView) (*gemmPlan, string) {
+	switch {
+	case v == nil:
+		return nil, "no GEMM view"
+	case k.Agg != tile.Sum:
+		return nil, "aggregation is not a sum"
+	case k.Body == nil || k.Body.Op != kir.Apply || k.Body.Fn != tile.Mul || len(k.Body.Args) != 2:
+		return nil, "body is not a product"
+	case !(v.A == k.Body.Args[0] && v.B == k.Body.Args[1] || v.A == k.Body.Args[1] && v.B == k.Body.Args[0]):
+		return nil, "view operands are not the body's factors"
+	case k.Body.DType == tile.Bool:
+		return nil, "bool product"
+	}
+	nout := len(k.Shape)
+	group := make([]int, k.NumVars()) // 0 none, 1 batch, 2 M, 3 N, 4 K
+	for gi, vs := range [][]int{v.Batch, v.M, v.N, v.K} {
+		for _, x := range vs {
+			if x < 0 || x >= len(group) || group[x] != 0 {
+				return nil, fmt.Sprintf("loop variable %d is missing or in two groups", x)
+			}
+			group[x] = gi + 1
+			if gi < 3 && x >= nout || gi == 3 && x < nout {
+				return nil, fmt.Sprintf("loop variable %d is in the wrong group", x)
+			}
+		}
+	}
+	for x, g := range group {
+		if g == 0 {
+			return nil, fmt.Sprintf("loop variable %d is in no group", x)
+		}
+	}
+	allowedA := map[int]bool{1: true, 2: true, 4: true}
+	allowedB := map[int]bool{1: true, 3: true, 4: true}
+	usesOnly := func(vars map[int]bool, allowed map[int]bool) bool {
+		for x := range vars {
+			if x >= len(group) || !allowed[group[x]] {
+				return false
+			}
+		}
+		return true
+	}
+	if !usesOnly(exprVars(v.A), allowedA) {
+		return nil, "operand A reads an N loop"
+	}
+	if !usesOnly(exprVars(v.B), allowedB) {
+		return nil, "operand B reads an M loop"
+	}
+	pl := &gemmPlan{view: v}
+	for _, c := range k.Where {
+		vs := map[int]bool{}
+		ixVars(c.X, vs)
+		switch {
+		case usesOnly(vs, allowedA):
+			pl.condA = append(pl.condA, c)
+		case usesOnly(vs, allowedB):
+			pl.condB = append(pl.condB, c)
+		default:
+			return nil, "a condition mixes M and N loops"
+		}
+	}
+	ranges := k.VarRanges()
+	ext := func(vs []int) int {
+		n := 1
+		for _, x := range vs {
+			n *= max(ranges[x].Hi-ranges[x].Lo+1, 0)
+		}
+		return n
+	}
+	pl.B, pl.M, pl.N, pl.K = ext(v.Batch), ext(v.M), ext(v.N), ext(v.K)
+	return pl, ""
+}
+
+// deriveView maps a kernel that sums a product of two factors onto a matrix
+// product even when the compiler did not (it leaves out kernels with Where
+// conditions, such as padded convolutions and their gradients): output loops
+// read by one factor only are its rows (M for the first factor, N for the
+// second), the others are batch loops, and every reduction loop is in K.
+// planView then checks that each condition belongs to one factor. It
+// returns nil for kernels of another form.
+func deriveView(k *kir.Kernel) *kir.GEMMView {
+	b := k.Body
+	if len(k.Reduce) == 0 || k.Agg != tile.Sum || b == nil || b.Op != kir.Apply || b.Fn != tile.Mul || len(b.Args) != 2 {
+		return nil
+	}
+	va, vb := exprVars(b.Args[0]), exprVars(b.Args[1])
+	v := &kir.GEMMView{A: b.Args[0], B: b.Args[1]}
+	for d := range k.Shape {
+		switch {
+		case va[d] && !vb[d]:
+			v.M = append(v.M, d)
+		case vb[d] && !va[d]:
+			v.N = append(v.N, d)
+		default:
+			v.Batch = append(v.Batch, d)
+		}
+	}
+	for j := range k.Reduce {
+		v.K = append(v.K, len(k.Shape)+j)
+	}
+	return v
+}
+
+// exprVars returns the loop variables an expression reads.
+func exprVars(e *kir.Expr) map[int]bool {
+	vs := map[int]bool{}
+	var walk func(e *kir.Expr)
+	walk = func(e *kir.Expr) {
+		if e == nil {
+			return
+		}
+		for _, x := range e.Index {
+			ixVars(x, vs)
+		}
+		for _, a := range e.Args {
+			walk(a)
+		}
+	}
+	walk(e)
+	return vs
+}
+
+func ixVars(x *kir.Ix, vs map[int]bool) {
+	if x == nil {
+		return
+	}
+	switch x.Op {
+	case kir.IxVar:
+		vs[x.Var] = true
+	case kir.IxValue:
+		for v := range exprVars(x.E) {
+			vs[v] = true
+		}
+	}
+	ixVars(x.A, vs)
+	ixVars(x.B, vs)
+}
+
+// gemmConfig is the tiling of one matrix product: BM×BN output tiles per
+// work-group, BK-deep panels of A and B staged in local memory (double
+// buffered), and either TM×TN results per work-item (SIMT) or warp tiles of
+// tensor-core instructions (MMA, WM×WN warps of 32 work-items).
+type gemmConfig struct {
+	MMA        string // "", "tf32" or "3xtf32"
+	BM, BN, BK int
+	TM, TN     int // SIMT
+	WM, WN     int // MMA
+	Splits     int
+	KC         int // reduction points per split, a multiple of BK
+}
+
+func (c gemmConfig) threads() int {
+	if c.MMA != "" {
+		return 32 * c.WM * c.WN
+	}
+	return (c.BM / c.TM) * (c.BN / c.TN)
+}
+
+func (c gemmConfig) String() string {
+	if c.MMA != "" {
+		return fmt.Sprintf("gemm-%s %dx%dx%d warps %dx%d split %d", c.MMA, c.BM, c.BN, c.BK, c.WM, c.WN, c.Splits)
+	}
+	return fmt.Sprintf("gemm %dx%dx%d per-item %dx%d split %d", c.BM, c.BN, c.BK, c.TM, c.TN, c.Splits)
+}
+
+// usesMMA reports whether some kernel of p will be rendered with the
+// tensor-core template, so that the program needs its helpers.
+func usesMMA(p *kir.Program, t traits) bool {
+	if t.MMA == "" {
+		return false
+	}
+	for _, k := range p.Kernels {
+		if k.Body != nil && k.Body.DType == tile.Float32 && (k.Schedule.Strategy == "gemm" || deriveView(k) != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// chooseGEMM picks the tiling for a plan on the device.
+func (r *renderer) chooseGEMM(pl *gemmPlan, dt tile.DType) gemmConfig {
+	var c gemmConfig
+	big := pl.M >= 128 && pl.N >= 128
+	switch {
+	case dt == tile.Float32 && r.t.MMA != "":
+		c = gemmConfig{MMA: r.t.MMA, BM: 128, BN: 128, BK: 16, WM: 2, WN: 4}
+		if !big || r.t.GEMMTile == 64 {
+			c = gemmConfig{MMA: r.t.MMA, BM: 64, BN: 64, BK: 16, WM: 2, WN: 2}
+		}
+	case r.t.GEMMTile == 128 || (r.t.GEMMTile == 0 && r.t.GPU && big && pl.M*pl.N >= r.t.ComputeUnits*128*128):
+		c = gemmConfig{BM: 128, BN: 128, BK: 16, TM: 8, TN: 8}
+	case r.t.GEMMTile == 32 || (r.t.GEMMTile == 0 && pl.M <= 32 && pl.N <= 32):
+		c = gemmConfig{BM: 32, BN: 32, BK: 16, TM: 2, TN: 2}
+	default:
+		c = gemmConfig{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
+	}
+	if dt == tile.Float64 || dt == tile.Int64 {
+		c.BK = 8 // keep the staged panels within local memory
+	}
+	groups := ceilDiv(pl.M, c.BM) * ceilDiv(pl.N, c.BN) * max(pl.B, 1)
+	target := r.t.ComputeUnits
+	if r.t.GPU {
+		target *= 2
+	}
+	splits := 1
+	if groups < target && pl.K >= 8*c.BK {
+		splits = min(ceilDiv(target, groups), pl.K/(4*c.BK))
+	}
+	if r.t.Split > 0 {
+		splits = r.t.Split
+	}
+	splits = max(splits, 1)
+	c.KC = ceilDiv(ceilDiv(max(pl.K, 1), splits), c.BK) * c.BK
+	c.Splits = ceilDiv(max(pl.K, 1), c.KC)
+	return c
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// operandFn renders the inline function that returns operand A or B at
+// (batch bt, row or column i, reduction index kk): the operand's expression
+// with the loop variables decoded from the matrix indices, 0 where one of
+// its conditions fails or a Skip load is out of range. When the operand is
+// one in-range load whose offset is linear in each matrix index, the
+// function is that linear formula instead of the decoding. contiguousK
+// reports whether consecutive reduction indices read consecutive elements.
+func (r *renderer) operandFn(k *kir.Kernel, fn string, e *kir.Expr, conds []kir.Cond, batch, rows, red []int, wide bool) (src string, reads map[int]bool, contiguousK bool, err error) {
+	it := idxType(wide)
+	ranges := k.VarRanges()
+	names := varNames(k)
+	dt := k.Body.DType
+	ct := ctype(dt)
+	var w writer
+	w.ind = 1
+	if base, strides, ok := linearOperand(r.p, k, e, conds, [][]int{batch, rows, red}); ok {
+		b := r.p.Buffers[e.Buf]
+		var off []string
+		if base != 0 {
+			off = append(off, intLiteral(base, wide))
+		}
+		for j, v := range []string{"bt", "i", "kk"} {
+			switch strides[j] {
+			case 0:
+			case 1:
+				off = append(off, fmt.Sprintf("(%s)%s", it, v))
+			default:
+				off = append(off, fmt.Sprintf("(%s)%s * %s", it, v, intLiteral(strides[j], wide)))
+			}
+		}
+		if len(off) == 0 {
+			off = append(off, "0")
+		}
+		w.line("return %s;", read(b, strings.Join(off, " + ")))
+		reads = map[int]bool{e.Buf: true}
+		contiguousK = strides[2] == 1 || strides[2] == -1
+	} else {
+		decodeVars(&w, it, "bt", batch, ranges, names, wide)
+		decodeVars(&w, it, "i", rows, ranges, names, wide)
+		decodeVars(&w, it, "kk", red, ranges, names, wide)
+		s := newScope(r.p, ranges, names, wide)
+		var cs []string
+		for _, c := range conds {
+			x := s.ix(c.X)
+			cs = append(cs, fmt.Sprintf("%s >= 0 && %s < %s", x, x, intLiteral(c.Bound, hasValue(c.X) || wide)))
+		}
+		v := s.expr(e)
+		if s.err != nil {
+			return "", nil, false, s.err
+		}
+		if len(cs) > 0 {
+			w.line("if (!(%s)) return %s;", strings.Join(cs, " && "), literal(dt, 0))
+		}
+		w.line("const %s v = %s;", ct, v)
+		if len(s.skips) > 0 {
+			w.line("return (%s) ? v : %s;", strings.Join(s.skips, " && "), literal(dt, 0))
+		} else {
+			w.line("return v;")
+		}
+		reads = s.bufs
+		contiguousK = innerCoefficient(r.p, k, e, red) == 1
+	}
+	var ps []string
+	for _, id := range sortedKeys(reads) {
+		ps = append(ps, fmt.Sprintf("__global const %s* %s", stype(r.p.Buffers[id].DType), bufName(id)))
+	}
+	ps = append(ps, "const int bt", "const int i", "const int kk")
+	src = fmt.Sprintf("inline %s %s(%s) {\n%s}\n", ct, fn, strings.Join(ps, ", "), w.b.String())
+	return src, reads, contiguousK, nil
+}
+
+// linearOperand reports whether e is a load that stays in range over the
+// whole loop box, without conditions, whose element offset is
+// base + Σ_j index_j·strides[j] for the matrix indices of the groups: each
+// group's variables combine row-major with the offset's coefficients.
+func linearOperand(p *kir.Program, k *kir.Kernel, e *kir.Expr, conds []kir.Cond, groups [][]int) (base int, strides []int, ok bool) {
+	if e.Op != kir.Load || len(conds) > 0 {
+		return 0, nil, false
+	}
+	b := p.Buffers[e.Buf]
+	ranges := k.VarRanges()
+	for d, x := range e.Index {
+		if lo, hi, ok := kir.Bounds(x, ranges); !ok || lo < 0 || hi >= b.Shape[d] {
+			return 0, nil, false
+		}
+	}
+	coef, konst, ok := kir.LinearForm(kir.Offset(e.Index, b.Shape, ranges), len(ranges))
+	if !ok {
+		return 0, nil, false
+	}
+	base = konst
+	for v, c := range coef {
+		base += c * ranges[v].Lo
+	}
+	for _, g := range groups {
+		stride, mult := 0, 1
+		set := false
+		for j := len(g) - 1; j >= 0; j-- {
+			v := g[j]
+			ext := ranges[v].Hi - ranges[v].Lo + 1
+			if ext <= 1 {
+				continue
+			}
+			if !set {
+				stride, set = coef[v], true
+			} else if coef[v] != stride*mult {
+				return 0, nil, false
+			}
+			mult *= ext
+		}
+		strides = append(strides, stride)
+	}
+	return base, strides, true
+}
+
+// innerCoefficient returns the offset coefficient of the innermost
+// reduction variable in e's load, or 0 when it cannot tell.
+func innerCoefficient(p *kir.Program, k *kir.Kernel, e *kir.Expr, red []int) int {
+	if e.Op != kir.Load || len(red) == 0 {
+		return 0
+	}
+	ranges := k.VarRanges()
+	coef, _, ok := kir.LinearForm(kir.Offset(e.Index, p.Buffers[e.Buf].Shape, ranges), len(ranges))
+	if !ok {
+		return 0
+	}
+	return coef[red[len(red)-1]]
+}
+
+func sortedKeys(m map[int]bool) []int {
+	var ks []int
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := 1; i < len(ks); i++ {
+		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
+			ks[j], ks[j-1] = ks[j-1], ks[j]
+		}
+	}
+	return ks
+}
+
+// storeFn renders the inline function that stores the result at (batch bt,
+// row m, column n): it decodes the output loop variables and writes the
+// epilogue of acc.
+func (r *renderer) storeFn(k *kir.Kernel, fn string, pl *gemmPlan, wide bool) (string, map[int]bool, error) {
+	it := idxType(wide)
+	ranges := k.VarRanges()
+	names := varNames(k)
+	var w writer
+	w.ind = 1
+	decodeVars(&w, it, "bt", pl.view.Batch, ranges, names, wide)
+	decodeVars(&w, it, "m", pl.view.M, ranges, names, wide)
+	decodeVars(&w, it, "n", pl.view.N, ranges, names, wide)
+	out := r.p.Buffers[k.Out]
+	var off *kir.Ix
+	for d, st := range out.Shape.Strides() {
+		t := kir.IxTimes(kir.IxOfVar(d), st)
+		if off == nil {
+			off = t
+		} else {
+			off = kir.IxSum(off, t)
+		}
+	}
+	if off == nil {
+		off = kir.IxOfConst(0)
+	}
+	s := newScope(r.p, ranges[:len(k.Shape)], names[:len(k.Shape)], wide)
+	offStr := s.ix(kir.Simplify(off, ranges[:len(k.Shape)]))
+	reads, err := r.finish(&w, k, names, wide, offStr)
+	if err != nil {
+		return "", nil, err
+	}
+	ps := []string{fmt.Sprintf("__global %s* %s", stype(out.DType), bufName(k.Out))}
+	for _, id := range sortedKeys(reads) {
+		if id != k.Out {
+			ps = append(ps, fmt.Sprintf("__global const %s* %s", stype(r.p.Buffers[id].DType), bufName(id)))
+		}
+	}
+	ps = append(ps, "const int bt", "const int m", "const int n", ctype(k.Body.DType)+" acc")
+	return fmt.Sprintf("inline void %s(%s) {\n%s}\n", fn, strings.Join(ps, ", "), w.b.String()), reads, nil
+}
+
+// argList renders the arguments passing the given buffers to a helper.
+func argList(ids map[int]bool, first int) string {
+	var parts []string
+	if first >= 0 {
+		parts = append(parts, bufName(first))
+	}
+	for _, id := range sortedKeys(ids) {
+		if id != first {
+			parts = append(parts, bufName(id))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// renderGEMM renders a matrix-product kernel: operand and store helpers,
+// then the tiled kernel (and, when the reduction is split, the kernel that
+// sums the splits' partial products and stores through the epilogue).
+func (r *renderer) renderGEMM(i int, k *kir.Kernel, pl *gemmPlan) error {
+	dt := k.Body.DType
+	cfg := r.chooseGEMM(pl, dt)
+	wide := needWide(r.p, k) || pl.B*pl.M*pl.N*cfg.Splits >= 1<<31
+	if wide {
+		// Matrix indices stay int; only kernels whose buffers need 64-bit
+		// offsets are rendered as loops.
+		fmt.Fprintf(&r.out, "// loops: the matrix product needs 64-bit indices\n")
+		return r.renderLoops(i, k)
+	}
+	fn := kernelFn(i, k)
+	v := pl.view
+	srcA, readsA, contA, err := r.operandFn(k, fn+"_A", v.A, pl.condA, v.Batch, v.M, v.K, false)
+	if err != nil {
+		return fmt.Errorf("operand A: %w", err)
+	}
+	srcB, readsB, contB, err := r.operandFn(k, fn+"_B", v.B, pl.condB, v.Batch, v.N, v.K, false)
+	if err != nil {
+		return fmt.Errorf("operand B: %w", err)
+	}
+	srcS, readsS, err := r.storeFn(k, fn+"_store", pl, false)
+	if err != nil {
+		return err
+	}
+	r.out.WriteString(srcA)
+	r.out.WriteString(srcB)
+	r.out.WriteString(srcS)
+	reads := map[int]bool{}
+	for _, m := range []map[int]bool{readsA, readsB, readsS} {
+		for id := range m {
+			reads[id] = true
+		}
+	}
+	var scratch []scratchParam
+	partial := -1
+	ct := ctype(dt)
+	if cfg.Splits > 1 {
+		partial = r.addScratch(cfg.Splits * pl.B * pl.M * pl.N * ctypeSize(dt))
+		scratch = append(scratch, scratchParam{partial, ct})
+	}
+	params, args := r.params(k.Out, reads, scratch)
+	g := gemmGen{cfg: cfg, pl: pl, ct: ct, fn: fn, contA: contA, contB: contB,
+		callA: argList(readsA, -1), callB: argList(readsB, -1), callS: argList(readsS, k.Out), partial: partial, emul: r.t.EmulateMMA}
+	body := g.kernel()
+	local := cfg.threads()
+	fmt.Fprintf(&r.out, "// %s\n__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s) {\n%s}\n", cfg, local, fn, params, body)
+	groups := ceilDiv(pl.M, cfg.BM) * ceilDiv(pl.N, cfg.BN) * pl.B * cfg.Splits
+	strategy := "gemm"
+	if cfg.MMA != "" {
+		strategy = "gemm-" + cfg.MMA
+	}
+	r.r.Launches = append(r.r.Launches, launchPlan{Fn: fn, Kernel: i, Strategy: strategy + " " + cfg.String(), Args: args,
+		Global: groups * local, Local: local, Fixed: true})
+	if cfg.Splits == 1 {
+		return nil
+	}
+	// The combining kernel: one work-item per (batch, row, column).
+	var w writer
+	w.ind = 1
+	total := pl.B * pl.M * pl.N
+	w.line("const int gid = get_global_id(0);")
+	w.line("if (gid >= %d) return;", total)
+	w.line("const int n = gid %% %d, m = (gid / %d) %% %d, bt = gid / %d;", pl.N, pl.N, pl.M, pl.M*pl.N)
+	w.line("%s acc = %s;", ct, literal(dt, 0))
+	w.open("for (int s = 0; s < %d; s++) {", cfg.Splits)
+	w.line("acc = %s;", aggStep(tile.Sum, dt, "acc", fmt.Sprintf("%s[s * %d + gid]", scratchName(partial), total)))
+	w.close("}")
+	w.line("%s_store(%s, bt, m, n, acc);", fn, g.callS)
+	cparams, cargs := r.params(k.Out, readsS, scratch)
+	fmt.Fprintf(&r.out, "__kernel void %s_combine(%s) {\n%s}\n", fn, cparams, w.b.String())
+	r.r.Launches = append(r.r.Launches, launchPlan{Fn: fn + "_combine", Kernel: i, Strategy: "gemm-combine", Args: cargs, Global: total})
+	return nil
+}
+
+// gemmGen writes the body of a tiled matrix-product kernel.
+type gemmGen struct {
+	cfg                 gemmConfig
+	pl                  *gemmPlan
+	ct                  string
+	fn                  string
+	contA, contB        bool
+	callA, callB, callS string
+	partial             int
+	emul                bool
+	w                   writer
+}
+
+// The staged panels: As[buf][k][m] and Bs[buf][k][n], rows padded so that
+// the tensor-core fragment reads of a warp fall in distinct banks.
+func (g *gemmGen) strideA() int { return g.cfg.BM + 8 }
+func (g *gemmGen) strideB() int { return g.cfg.BN + 8 }
+
+func (g *gemmGen) kernel() string {
+	c, pl := g.cfg, g.pl
+	w := &g.w
+	w.ind = 1
+	nt := c.threads()
+	la, lb := c.BM*c.BK/nt, c.BN*c.BK/nt
+	gm, gn := ceilDiv(pl.M, c.BM), ceilDiv(pl.N, c.BN)
+	w.line("__local %s As[2][%d] __attribute__((aligned(16)));", g.ct, c.BK*g.strideA())
+	w.line("__local %s Bs[2][%d] __attribute__((aligned(16)));", g.ct, c.BK*g.strideB())
+	if c.MMA != "" && g.emul {
+		w.line("__local float mmaScratch[%d];", g.emulScratch()*c.WM*c.WN)
+	}
+	w.line("const int tid = get_local_id(0);")
+	w.line("const int grp = get_group_id(0);")
+	// Groups run in bands of 8 tile rows, so that concurrently running
+	// groups share panels of A and B in the cache.
+	w.line("const int tile = grp %% %d, z = grp / %d;", gm*gn, gm*gn)
+	w.line("const int band = tile / %d, inBand = tile %% %d;", 8*gn, 8*gn)
+	w.line("const int rows = min(%d - band * 8, 8);", gm)
+	w.line("const int m0 = (band * 8 + inBand %% rows) * %d, n0 = (inBand / rows) * %d;", c.BM, c.BN)
+	w.line("const int bt = z / %d, split = z %% %d;", c.Splits, c.Splits)
+	w.line("const int kBegin = split * %d, kEnd = min(%d, kBegin + %d);", c.KC, pl.K, c.KC)
+	w.line("%s ra[%d], rb[%d];", g.ct, la, lb)
+	g.declareAcc()
+	g.loadPanels("kBegin")
+	g.storePanels("0")
+	w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+	w.line("int buf = 0;")
+	w.open("for (int k0 = kBegin; k0 < kEnd; k0 += %d) {", c.BK)
+	w.line("const int more = k0 + %d < kEnd;", c.BK)
+	w.open("if (more) {")
+	g.loadPanels(fmt.Sprintf("k0 + %d", c.BK))
+	w.close("}")
+	w.line("__local const %s* restrict sA = As[buf];", g.ct)
+	w.line("__local const %s* restrict sB = Bs[buf];", g.ct)
+	if c.MMA != "" {
+		g.computeMMA()
+	} else {
+		g.computeSIMT()
+	}
+	w.open("if (more) {")
+	g.storePanels("buf ^ 1")
+	w.close("}")
+	w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+	w.line("buf ^= 1;")
+	w.close("}")
+	g.storeResults()
+	return w.b.String()
+}
+
+func joinArgs(bufs, rest string) string {
+	if bufs == "" {
+		return rest
+	}
+	return bufs + ", " + rest
+}
+
+// loadPanels writes the reads of the A and B panels at reduction offset k0
+// into registers: each work-item reads BM·BK/threads elements of A and
+// BN·BK/threads of B, consecutive work-items along the operand's contiguous
+// direction, 0 outside the matrices and the split's reduction range.
+func (g *gemmGen) loadPanels(k0 string) {
+	c, pl, w := g.cfg, g.pl, &g.w
+	nt := c.threads()
+	for j := range c.BM * c.BK / nt {
+		e := fmt.Sprintf("(tid + %d)", j*nt)
+		mm, kk := fmt.Sprintf("%s / %d", e, c.BK), fmt.Sprintf("%s %% %d", e, c.BK)
+		if !g.contA {
+			mm, kk = fmt.Sprintf("%s %% %d", e, c.BM), fmt.Sprintf("%s / %d", e, c.BM)
+		}
+		w.line("{ const int mm = m0 + %s, kk = %s + %s; ra[%d] = (mm < %d && kk < kEnd) ? %s_A(%s) : 0; }",
+			mm, k0, kk, j, pl.M, g.fn, joinArgs(g.callA, "bt, mm, kk"))
+	}
+	for j := range c.BN * c.BK / nt {
+		e := fmt.Sprintf("(tid + %d)", j*nt)
+		nn, kk := fmt.Sprintf("%s / %d", e, c.BK), fmt.Sprintf("%s %% %d", e, c.BK)
+		if !g.contB {
+			nn, kk = fmt.Sprintf("%s %% %d", e, c.BN), fmt.Sprintf("%s / %d", e, c.BN)
+		}
+		w.line("{ const int nn = n0 + %s, kk = %s + %s; rb[%d] = (nn < %d && kk < kEnd) ? %s_B(%s) : 0; }",
+			nn, k0, kk, j, pl.N, g.fn, joinArgs(g.callB, "bt, nn, kk"))
+	}
+}
+
+// storePanels writes the registers loaded by loadPanels into local buffer
+// buf, A as As[k][m] and B as Bs[k][n].
+func (g *gemmGen) storePanels(buf string) {
+	c, w := g.cfg, &g.w
+	nt := c.threads()
+	for j := range c.BM * c.BK / nt {
+		e := fmt.Sprintf("(tid + %d)", j*nt)
+		idx := fmt.Sprintf("(%s %% %d) * %d + %s / %d", e, c.BK, g.strideA(), e, c.BK)
+		if !g.contA {
+			idx = fmt.Sprintf("(%s / %d) * %d + %s %% %d", e, c.BM, g.strideA(), e, c.BM)
+		}
+		w.line("As[%s][%s] = %s;", buf, idx, g.stage(fmt.Sprintf("ra[%d]", j)))
+	}
+	for j := range c.BN * c.BK / nt {
+		e := fmt.Sprintf("(tid + %d)", j*nt)
+		idx := fmt.Sprintf("(%s %% %d) * %d + %s / %d", e, c.BK, g.strideB(), e, c.BK)
+		if !g.contB {
+			idx = fmt.Sprintf("(%s / %d) * %d + %s %% %d", e, c.BN, g.strideB(), e, c.BN)
+		}
+		w.line("Bs[%s][%s] = %s;", buf, idx, g.stage(fmt.Sprintf("rb[%d]", j)))
+	}
+}
+
+// stage converts a value for the local-memory panel: 1xTF32 rounds to tf32
+// once here, so that fragments are read ready for the instruction.
+func (g *gemmGen) stage(v string) string {
+	if g.cfg.MMA == "tf32" {
+		return "tt_tf32_round(" + v + ")"
+	}
+	return v
+}
+
+func (g *gemmGen) declareAcc() {
+	c := g.cfg
+	if c.MMA != "" {
+		g.w.line("const int warp = tid / 32, lane = tid %% 32, gq = lane >> 2, tq = lane & 3;")
+		g.w.line("const int wm = warp / %d, wn = warp %% %d;", c.WN, c.WN)
+		g.w.line("float acc[%d][%d][4];", c.BM/c.WM/16, c.BN/c.WN/8)
+		for mt := range c.BM / c.WM / 16 {
+			for nt := range c.BN / c.WN / 8 {
+				g.w.line("acc[%d][%d][0] = acc[%d][%d][1] = acc[%d][%d][2] = acc[%d][%d][3] = 0.0f;", mt, nt, mt, nt, mt, nt, mt, nt)
+			}
+		}
+		return
+	}
+	g.w.line("const int tm = tid / %d, tn = tid %% %d;", c.BN/c.TN, c.BN/c.TN)
+	g.w.line("%s acc[%d][%d];", g.ct, c.TM, c.TN)
+	for a := range c.TM {
+		for b := range c.TN {
+			g.w.line("acc[%d][%d] = 0;", a, b)
+		}
+	}
+}
+
+// computeSIMT writes the inner product over one staged panel: every
+// work-item multiplies its TM rows (strided by BM/TM) by its TN columns
+// (strided by BN/TN) for each of the BK reduction steps.
+func (g *gemmGen) computeSIMT() {
+	c, w := g.cfg, &g.w
+	w.line("#pragma unroll")
+	w.open("for (int kk = 0; kk < %d; kk++) {", c.BK)
+	if g.vec4() {
+		// Each work-item's rows (and columns) come in runs of 4, read as
+		// one float4 from the 16-byte aligned panel.
+		for q := range c.TM / 4 {
+			w.line("const float4 av%d = *(__local const float4*)(sA + kk * %d + tm * 4 + %d);", q, g.strideA(), q*(c.BM/(c.TM/4)))
+		}
+		for q := range c.TN / 4 {
+			w.line("const float4 bv%d = *(__local const float4*)(sB + kk * %d + tn * 4 + %d);", q, g.strideB(), q*(c.BN/(c.TN/4)))
+		}
+		lanes := []string{"x", "y", "z", "w"}
+		for a := range c.TM {
+			w.line("const float a%d = av%d.%s;", a, a/4, lanes[a%4])
+		}
+		for b := range c.TN {
+			w.line("const float b%d = bv%d.%s;", b, b/4, lanes[b%4])
+		}
+	} else {
+		for a := range c.TM {
+			w.line("const %s a%d = sA[kk * %d + %s];", g.ct, a, g.strideA(), g.rowOff(a))
+		}
+		for b := range c.TN {
+			w.line("const %s b%d = sB[kk * %d + %s];", g.ct, b, g.strideB(), g.colOff(b))
+		}
+	}
+	for a := range c.TM {
+		var parts []string
+		for b := range c.TN {
+			if g.ct == "uchar" {
+				parts = append(parts, fmt.Sprintf("acc[%d][%d] |= a%d & b%d;", a, b, a, b))
+			} else if g.ct == "int" {
+				parts = append(parts, fmt.Sprintf("acc[%d][%d] = (int)((uint)acc[%d][%d] + (uint)a%d * (uint)b%d);", a, b, a, b, a, b))
+			} else {
+				parts = append(parts, fmt.Sprintf("acc[%d][%d] += a%d * b%d;", a, b, a, b))
+			}
+		}
+		w.line("%s", strings.Join(parts, " "))
+	}
+	w.close("}")
+}
+
+// vec4 reports whether the SIMT work-items own runs of 4 rows and columns
+// (float tiles of 4×4 or 8×8 per work-item): row a of work-item tm is then
+// tm·4 + a mod 4 in run a/4, the runs BM/(TM/4) apart.
+func (g *gemmGen) vec4() bool {
+	return g.ct == "float" && g.cfg.TM%4 == 0 && g.cfg.TN%4 == 0
+}
+
+// rowOff and colOff return the tile row of the work-item's a-th result row
+// and the tile column of its b-th result column.
+func (g *gemmGen) rowOff(a int) string {
+	c := g.cfg
+	if g.vec4() {
+		return fmt.Sprintf("tm * 4 + %d", (a/4)*(c.BM/(c.TM/4))+a%4)
+	}
+	return fmt.Sprintf("tm + %d", a*(c.BM/c.TM))
+}
+
+func (g *gemmGen) colOff(b int) string {
+	c := g.cfg
+	if g.vec4() {
+		return fmt.Sprintf("tn * 4 + %d", (b/4)*(c.BN/(c.TN/4))+b%4)
+	}
+	return fmt.Sprintf("tn + %d", b*(c.BN/c.TN))
+}
+
+// computeMMA writes the tensor-core inner product over one staged panel:
+// for each 8-deep step, each warp loads its A fragments (16×8 per m-tile)
+// and B fragments (8×8 per n-tile) in the layout of
+// mma.m16n8k8.row.col.tf32 and issues one instruction per tile pair (three
+// for 3xTF32, which splits each value into a tf32 high part and the
+// remainder).
+func (g *gemmGen) computeMMA() {
+	c, w := g.cfg, &g.w
+	mts, nts := c.BM/c.WM/16, c.BN/c.WN/8
+	wtm, wtn := c.BM/c.WM, c.BN/c.WN
+	sa, sb := g.strideA(), g.strideB()
+	split := c.MMA == "3xtf32"
+	for k8 := 0; k8 < c.BK; k8 += 8 {
+		w.open("{")
+		w.line("const int ka = (%d + tq) * %d, kb = (%d + tq) * %d;", k8, sa, k8, sb)
+		for mt := range mts {
+			row := fmt.Sprintf("wm * %d + %d + gq", wtm, mt*16)
+			vals := []string{
+				fmt.Sprintf("sA[ka + %s]", row),
+				fmt.Sprintf("sA[ka + %s + 8]", row),
+				fmt.Sprintf("sA[ka + %d + %s]", 4*sa, row),
+				fmt.Sprintf("sA[ka + %d + %s + 8]", 4*sa, row),
+			}
+			for q, v := range vals {
+				if split {
+					w.line("const float fa%d_%d = %s; const uint ah%d_%d = as_uint(fa%d_%d) & 0xffffe000u; const uint al%d_%d = as_uint(fa%d_%d - as_float(ah%d_%d));",
+						mt, q, v, mt, q, mt, q, mt, q, mt, q, mt, q)
+				} else {
+					w.line("const uint ah%d_%d = as_uint(%s);", mt, q, v)
+				}
+			}
+		}
+		for nt := range nts {
+			col := fmt.Sprintf("wn * %d + %d + gq", wtn, nt*8)
+			vals := []string{fmt.Sprintf("sB[kb + %s]", col), fmt.Sprintf("sB[kb + %d + %s]", 4*sb, col)}
+			for q, v := range vals {
+				if split {
+					w.line("const float fb%d_%d = %s; const uint bh%d_%d = as_uint(fb%d_%d) & 0xffffe000u; const uint bl%d_%d = as_uint(fb%d_%d - as_float(bh%d_%d));",
+						nt, q, v, nt, q, nt, q, nt, q, nt, q, nt, q)
+				} else {
+					w.line("const uint bh%d_%d = as_uint(%s);", nt, q, v)
+				}
+			}
+		}
+		if g.emul {
+			g.publishFragments(mts, nts, split)
+		}
+		if g.emul {
+			g.emulatedMMAs(mts, nts, split)
+			w.close("}")
+			continue
+		}
+		mma := func(mt, nt int, a, b string) {
+			w.line("TT_MMA(acc[%d][%d], %s%d_0, %s%d_1, %s%d_2, %s%d_3, %s%d_0, %s%d_1);",
+				mt, nt, a, mt, a, mt, a, mt, a, mt, b, nt, b, nt)
+		}
+		if !split {
+			for mt := range mts {
+				for nt := range nts {
+					mma(mt, nt, "ah", "bh")
+				}
+			}
+			w.close("}")
+			continue
+		}
+		// 3xTF32: the tensor cores round their float32 accumulation toward
+		// zero, which over a long reduction costs more than the split
+		// gains. So each step's three products (small ones first) are
+		// summed from zero in a temporary, which the ordinary cores add to
+		// the accumulator with round-to-nearest. Row by row of m-tiles,
+		// each pass covers every n-tile so that consecutive instructions
+		// are independent.
+		for mt := range mts {
+			w.open("{")
+			w.line("float tmp[%d][4];", nts)
+			for nt := range nts {
+				w.line("TT_MMA0(tmp[%d], al%d_0, al%d_1, al%d_2, al%d_3, bh%d_0, bh%d_1);", nt, mt, mt, mt, mt, nt, nt)
+			}
+			for _, ps := range [][2]string{{"ah", "bl"}, {"ah", "bh"}} {
+				for nt := range nts {
+					w.line("TT_MMA(tmp[%d], %s%d_0, %s%d_1, %s%d_2, %s%d_3, %s%d_0, %s%d_1);",
+						nt, ps[0], mt, ps[0], mt, ps[0], mt, ps[0], mt, ps[1], nt, ps[1], nt)
+				}
+			}
+			for nt := range nts {
+				w.line("acc[%d][%d][0] += tmp[%d][0]; acc[%d][%d][1] += tmp[%d][1]; acc[%d][%d][2] += tmp[%d][2]; acc[%d][%d][3] += tmp[%d][3];",
+					mt, nt, nt, mt, nt, nt, mt, nt, nt, mt, nt, nt)
+			}
+			w.close("}")
+		}
+		w.close("}")
+	}
+}
+
+// The emulation of the tensor-core instruction (for testing the template on
+// devices without it) works per 8-deep step: every lane publishes its
+// fragment registers at the matrix positions the instruction's layout
+// assigns them, in its warp's scratch area, then after a barrier each
+// instruction is computed from the published matrices into the lane's own
+// accumulator positions. Wrong fragment loads or accumulator positions thus
+// give wrong products, as they would on the hardware. The scratch holds, per
+// warp, every m-tile's A (16×8) and n-tile's B (8×8), high and low parts.
+
+// emulScratch returns the scratch floats one warp needs.
+func (g *gemmGen) emulScratch() int {
+	c := g.cfg
+	return 2 * (c.BM/c.WM/16*128 + c.BN/c.WN/8*64)
+}
+
+// emulA and emulB return the scratch offset of a fragment matrix.
+func (g *gemmGen) emulA(mt int, part string) int {
+	off := mt * 256
+	if part == "al" {
+		off += 128
+	}
+	return off
+}
+
+func (g *gemmGen) emulB(nt int, part string, mts int) int {
+	off := mts*256 + nt*128
+	if part == "bl" {
+		off += 64
+	}
+	return off
+}
+
+func (g *gemmGen) publishFragments(mts, nts int, split bool) {
+	w := &g.w
+	w.line("__local float* es = mmaScratch + warp * %d;", g.emulScratch())
+	parts := []string{"h"}
+	if split {
+		parts = append(parts, "l")
+	}
+	for mt := range mts {
+		for _, p := range parts {
+			for q := range 4 {
+				row, col := fmt.Sprintf("(gq + %d)", 8*(q&1)), fmt.Sprintf("(tq + %d)", 4*(q>>1))
+				w.line("es[%d + %s * 8 + %s] = tt_tf32_trunc(a%s%d_%d);", g.emulA(mt, "a"+p), row, col, p, mt, q)
+			}
+		}
+	}
+	for nt := range nts {
+		for _, p := range parts {
+			for q := range 2 {
+				w.line("es[%d + (tq + %d) * 8 + gq] = tt_tf32_trunc(b%s%d_%d);", g.emulB(nt, "b"+p, mts), 4*q, p, nt, q)
+			}
+		}
+	}
+	w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+}
+
+// emulatedMMAs computes, after the fragments are published, every
+// instruction of the step in the order the hardware path issues them (for
+// 3xTF32: low·high, high·low, high·high), then waits so that the scratch
+// can be reused.
+func (g *gemmGen) emulatedMMAs(mts, nts int, split bool) {
+	w := &g.w
+	w.open("for (int t = 0; t < %d; t++) {", mts*nts)
+	w.line("const int mt = t / %d, nt = t %% %d;", nts, nts)
+	w.open("for (int i = 0; i < 4; i++) {")
+	w.line("const int row = gq + 8 * (i >> 1), col = 2 * tq + (i & 1);")
+	w.line("__local const float* ea = es + mt * 256 + row * 8;")
+	w.line("__local const float* eb = es + %d + nt * 128 + col;", mts*256)
+	if split {
+		// As the hardware path: the three products summed from zero, then
+		// added to the accumulator.
+		w.line("float sum = 0.0f;")
+		w.line("{ float s = 0.0f; for (int k = 0; k < 8; k++) s += ea[128 + k] * eb[k * 8]; sum += s; }")
+		w.line("{ float s = 0.0f; for (int k = 0; k < 8; k++) s += ea[k] * eb[64 + k * 8]; sum += s; }")
+		w.line("{ float s = 0.0f; for (int k = 0; k < 8; k++) s += ea[k] * eb[k * 8]; sum += s; }")
+		w.line("acc[mt][nt][i] += sum;")
+	} else {
+		w.line("float s = 0.0f;")
+		w.line("for (int k = 0; k < 8; k++) s += ea[k] * eb[k * 8];")
+		w.line("acc[mt][nt][i] += s;")
+	}
+	w.close("}")
+	w.close("}")
+	w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+}
+
+// storeResults writes each work-item's results through the store helper
+// (or as a partial product of its split).
+func (g *gemmGen) storeResults() {
+	c, pl, w := g.cfg, g.pl, &g.w
+	emit := func(m, n, v string) {
+		w.open("if (%s < %d && %s < %d) {", m, pl.M, n, pl.N)
+		if g.partial >= 0 {
+			w.line("%s[((split * %d + bt) * %d + %s) * %d + %s] = %s;", scratchName(g.partial), pl.B, pl.M, m, pl.N, n, v)
+		} else {
+			w.line("%s_store(%s, bt, %s, %s, %s);", g.fn, g.callS, m, n, v)
+		}
+		w.close("}")
+	}
+	if c.MMA != "" {
+		mts, nts := c.BM/c.WM/16, c.BN/c.WN/8
+		for mt := range mts {
+			for nt := range nts {
+				for q := range 4 {
+					w.open("{")
+					w.line("const int m = m0 + wm * %d + %d + gq, n = n0 + wn * %d + %d + 2 * tq;", c.BM/c.WM, mt*16+8*(q>>1), c.BN/c.WN, nt*8+(q&1))
+					emit("m", "n", fmt.Sprintf("acc[%d][%d][%d]", mt, nt, q))
+					w.close("}")
+				}
+			}
+		}
+		return
+	}
+	for a := range c.TM {
+		for b := range c.TN {
+			w.open("{")
+			w.line("const int m = m0 + %s, n = n0 + %s;", g.rowOff(a), g.colOff(b))
+			emit("m", "n", fmt.Sprintf("acc[%d][%d]", a, b))
+			w.close("}")
+		}
+	}
+}

@@ -1,0 +1,20 @@
+// Package device finds the devices Tartan can run on, chooses one and
+// remembers the choice.
+//
+// Entry points:
+//
+//   - List (list.go): the CPU backend always, and every OpenCL device with
+//     its stable id "opencl:<platform>:<device>"; one entry is recommended
+//     (a discrete GPU over an integrated one over Tartan's CPU backend over
+//     OpenCL on a CPU), with the reason.
+//   - Open and Select (open.go): open a device by id, or pick one from the
+//     --device flag, then $TARTAN_DEVICE, then the config file, then the best
+//     available. A configured device that is missing falls back to the CPU
+//     with a warning.
+//   - LoadConfig and SaveConfig (config.go): $XDG_CONFIG_HOME/tartan/config.json
+//     (default ~/.config/tartan), written atomically.
+//   - Check (check.go): a quick correctness check of a device against the
+//     reference executor.
+//   - Setup (setup.go): the interactive setup (list, recommend, ask, check,
+//     save), or non-interactive with a device id and Yes.
+package device

@@ -1,0 +1,178 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/cpu"
+	"github.com/tartanml/tartan/backend/opencl"
+	"github.com/tartanml/tartan/backend/opencl/cl"
+)
+
+// Kinds of device, from most to least preferred for training.
+const (
+	KindGPU           = "gpu"            // a discrete GPU
+	KindIntegratedGPU = "integrated-gpu" // a GPU sharing the host's memory
+	KindCPU           = "cpu"            // Tartan's own CPU backend
+	KindCPUOpenCL     = "cpu-opencl"     // a CPU reached through OpenCL (PoCL, Intel's CPU runtime)
+	KindAccelerator   = "accelerator"    // another OpenCL device type
+)
+
+// Entry is one device Tartan can use.
+type Entry struct {
+	backend.Info
+	// Kind is one of the Kind constants.
+	Kind string `json:"kind"`
+	// Recommended marks the device Tartan picks when none is configured.
+	Recommended bool `json:"recommended"`
+	// Why explains the device's rank, such as "discrete GPU, 132 compute
+	// units, 140 GiB".
+	Why string `json:"why"`
+
+	rank      int
+	candidate *opencl.Candidate
+}
+
+// Listing is what List finds: the devices, best first for the recommended
+// one and otherwise in a stable order (cpu, then OpenCL devices in discovery
+// order), and notes on what could not be used.
+type Listing struct {
+	Devices []Entry  `json:"devices"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// Recommended returns the recommended entry. The CPU is always listed, so
+// there is always one.
+func (l Listing) Recommended() Entry {
+	for _, e := range l.Devices {
+		if e.Recommended {
+			return e
+		}
+	}
+	return l.Devices[0]
+}
+
+// Find returns the entry with the given id.
+func (l Listing) Find(id string) (Entry, bool) {
+	for _, e := range l.Devices {
+		if e.ID == id {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// IDs lists the ids with names, for messages.
+func (l Listing) IDs() string {
+	var s []string
+	for _, e := range l.Devices {
+		s = append(s, e.ID+" ("+e.Name+")")
+	}
+	return strings.Join(s, ", ")
+}
+
+// openclList is cl discovery through package opencl; tests replace it.
+var openclList = opencl.List
+
+// List finds every device: the CPU backend always, and every OpenCL device
+// (unless OpenCL is missing, which is noted). Exactly one entry is
+// Recommended: the best by kind (discrete GPU, integrated GPU, Tartan's CPU
+// backend, OpenCL on a CPU), then by compute throughput and memory.
+func List() Listing {
+	var l Listing
+	cd := cpu.New()
+	ci := cd.Info()
+	cd.Close()
+	l.Devices = append(l.Devices, Entry{Info: ci, Kind: KindCPU, rank: 100,
+		Why: fmt.Sprintf("Tartan's own CPU backend, %d cores", ci.ComputeUnits)})
+	cs, err := openclList()
+	switch {
+	case errors.Is(err, cl.ErrNotAvailable):
+		l.Notes = append(l.Notes, "no OpenCL: "+firstLine(err.Error()))
+	case err != nil:
+		l.Notes = append(l.Notes, "OpenCL devices could not be listed: "+err.Error())
+	}
+	for i := range cs {
+		c := cs[i]
+		e := Entry{Info: c.Info(), candidate: &c}
+		classify(&e, c.Device.Info())
+		l.Devices = append(l.Devices, e)
+	}
+	best := 0
+	for i, e := range l.Devices {
+		if better(e, l.Devices[best]) {
+			best = i
+		}
+	}
+	l.Devices[best].Recommended = true
+	return l
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// classify sets an OpenCL entry's kind, rank and reason.
+func classify(e *Entry, i cl.DeviceInfo) {
+	mem := fmt.Sprintf("%d GiB", (i.GlobalMemSize+(1<<29))>>30)
+	if i.GlobalMemSize < 1<<30 {
+		mem = fmt.Sprintf("%d MiB", i.GlobalMemSize>>20)
+	}
+	switch {
+	case i.Type&cl.DeviceTypeGPU != 0 && integrated(i):
+		e.Kind, e.rank = KindIntegratedGPU, 200
+		e.Why = fmt.Sprintf("integrated GPU, %d compute units, shares %s with the host", i.MaxComputeUnits, mem)
+	case i.Type&cl.DeviceTypeGPU != 0:
+		e.Kind, e.rank = KindGPU, 300
+		e.Why = fmt.Sprintf("discrete GPU, %d compute units, %s", i.MaxComputeUnits, mem)
+	case i.Type&cl.DeviceTypeCPU != 0:
+		e.Kind, e.rank = KindCPUOpenCL, 50
+		e.Why = "a CPU through OpenCL: Tartan's own CPU backend is faster on the same cores"
+	default:
+		e.Kind, e.rank = KindAccelerator, 40
+		e.Why = fmt.Sprintf("OpenCL %s device", i.Type)
+	}
+	if !i.Available || !i.CompilerAvailable {
+		e.rank = 0
+		e.Why += " (unavailable or without a compiler)"
+	}
+}
+
+// integrated guesses whether a GPU shares the host's memory: Intel's GPUs
+// other than Arc, Apple's, and the mobile GPUs of ARM, Qualcomm and
+// Imagination. (The binding does not query CL_DEVICE_HOST_UNIFIED_MEMORY.)
+func integrated(i cl.DeviceInfo) bool {
+	v, n := strings.ToLower(i.Vendor), strings.ToLower(i.Name)
+	switch {
+	case strings.Contains(v, "intel"):
+		return !strings.Contains(n, "arc")
+	case strings.Contains(v, "apple"), strings.Contains(v, "arm"), strings.Contains(v, "qualcomm"), strings.Contains(v, "imagination"):
+		return true
+	}
+	return false
+}
+
+// better reports whether a outranks b: by kind, then compute units, then
+// memory. Ties keep the earlier entry.
+func better(a, b Entry) bool {
+	if a.rank != b.rank {
+		return a.rank > b.rank
+	}
+	if a.ComputeUnits != b.ComputeUnits {
+		return a.ComputeUnits > b.ComputeUnits
+	}
+	return a.Memory > b.Memory
+}
+
+// Sorted returns the entries best first (stable among equals).
+func (l Listing) Sorted() []Entry {
+	out := append([]Entry(nil), l.Devices...)
+	sort.SliceStable(out, func(i, j int) bool { return better(out[i], out[j]) })
+	return out
+}
