@@ -9,64 +9,35 @@ import (
 	"strings"
 
 	"github.com/tartanml/tartan/backend"
-	"github.com/tartanml/tartan/backend/cpu"
-	"github.com/tartanml/tartan/backend/reference"
+	"github.com/tartanml/tartan/device"
 )
 
-// deviceEntry is one device the command line can open.
-type deviceEntry struct {
-	id   string
-	open func() (backend.Device, error)
-}
-
-// devices lists the devices in order of preference: the first that opens is
-// the best available. Adding a backend is one line here.
-var devices = []deviceEntry{
-	{"cpu", func() (backend.Device, error) { return cpu.New(), nil }},
-	{"reference", func() (backend.Device, error) { return reference.New(), nil }},
-}
-
-// deviceIDs returns the known device ids.
-func deviceIDs() []string {
-	ids := make([]string, len(devices))
-	for i, d := range devices {
-		ids[i] = d.id
-	}
-	return ids
-}
+// knownDeviceForms lists the device id forms the command line accepts.
+const knownDeviceForms = "cpu, opencl:<platform>:<device> (see tartan devices), reference"
 
 // openDevice opens the device chosen by the flag value, else the
-// TARTAN_DEVICE environment variable, else the best available one. It
-// returns the device and where the choice came from.
-func openDevice(flagValue string) (backend.Device, string, error) {
-	id, from := flagValue, "--device"
+// TARTAN_DEVICE environment variable, else the configured device, else the
+// best available one (device.Select). Warnings about the choice go to
+// stderr. An id of no known form is a usage error.
+func openDevice(flagValue string, stderr io.Writer) (backend.Device, device.Selection, error) {
+	id, from := strings.TrimSpace(flagValue), "--device"
 	if id == "" {
-		id, from = os.Getenv("TARTAN_DEVICE"), "TARTAN_DEVICE"
+		id, from = strings.TrimSpace(os.Getenv(device.EnvDevice)), device.EnvDevice
 	}
-	if id == "" {
-		var errs []string
-		for _, d := range devices {
-			dev, err := d.open()
-			if err == nil {
-				return dev, "best available", nil
-			}
-			errs = append(errs, fmt.Sprintf("%s: %v", d.id, err))
-		}
-		return nil, "", fmt.Errorf("no device could be opened (%s)", strings.Join(errs, "; "))
+	if id != "" && id != "cpu" && id != "reference" && !strings.HasPrefix(id, "opencl:") {
+		return nil, device.Selection{}, usageError("unknown device %q from %s (known devices: %s)", id, from, knownDeviceForms)
 	}
-	for _, d := range devices {
-		if d.id == id {
-			dev, err := d.open()
-			if err != nil {
-				return nil, "", fmt.Errorf("device %q (from %s): %w", id, from, err)
-			}
-			return dev, from, nil
-		}
+	dev, sel, err := device.Select(flagValue)
+	if err != nil {
+		return nil, sel, err
 	}
-	return nil, "", usageError("unknown device %q from %s (known devices: %s)", id, from, strings.Join(deviceIDs(), ", "))
+	if sel.Warning != "" {
+		fmt.Fprintln(stderr, "tartan:", sel.Warning)
+	}
+	return dev, sel, nil
 }
 
-// devicesCommand lists the devices with their descriptions.
+// devicesCommand lists the devices, the recommended one and why.
 func devicesCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tartan devices", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -80,27 +51,34 @@ func devicesCommand(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError("devices takes no arguments, got %q", fs.Args())
 	}
-	var infos []backend.Info
-	for _, d := range devices {
-		dev, err := d.open()
-		if err != nil {
-			fmt.Fprintf(stderr, "tartan: device %s is unavailable: %v\n", d.id, err)
-			continue
-		}
-		infos = append(infos, dev.Info())
-		dev.Close()
-	}
+	l := device.List()
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(infos)
+		return enc.Encode(l)
 	}
-	for i, in := range infos {
-		note := ""
-		if i == 0 {
-			note = "  (default)"
-		}
-		fmt.Fprintf(stdout, "%-10s %s, %d compute units%s\n", in.ID, in.Name, in.ComputeUnits, note)
-	}
+	device.FormatTable(stdout, l)
+	r := l.Recommended()
+	fmt.Fprintf(stdout, "\nDefault without configuration: %s (%s): %s.\n", r.ID, r.Name, r.Why)
 	return nil
+}
+
+// setupCommand chooses the default device, checks it and saves the choice:
+// interactively, or with --device ID --yes.
+func setupCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tartan setup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	id := fs.String("device", "", "device id to configure (default: ask, recommending the best)")
+	yes := fs.Bool("yes", false, "do not ask: configure --device (or the recommended device)")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return usageError("setup takes no arguments, got %q", fs.Args())
+	}
+	_, err := device.Setup(stdin, stdout, device.SetupOptions{Device: *id, Yes: *yes})
+	return err
 }

@@ -51,7 +51,7 @@ func parseFit(args []string, stderr io.Writer) (*fitOptions, error) {
 	fs.StringVar(&o.model, "model", "fashion-cnn", "model to train: "+strings.Join(nn.ShowcaseModels(), ", "))
 	fs.IntVar(&o.epochs, "epochs", 10, "number of epochs")
 	fs.IntVar(&o.batch, "batch-size", 64, "samples per training step")
-	fs.StringVar(&o.device, "device", "", "device id ("+strings.Join(deviceIDs(), ", ")+"); default: $TARTAN_DEVICE, else the best available")
+	fs.StringVar(&o.device, "device", "", "device id ("+knownDeviceForms+"); default: $TARTAN_DEVICE, then the configured device, then the best available")
 	fs.StringVar(&o.dataDir, "data", "", "directory holding the Fashion-MNIST files (default: $TARTAN_DATA, the Keras cache, the system's copy)")
 	fs.IntVar(&o.limit, "limit", 0, "train on the first N training samples only (0: all)")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the initial weights, the shuffling and the dropout masks")
@@ -91,7 +91,7 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError("--model: %v", err)
 	}
-	dev, _, err := openDevice(o.device)
+	dev, _, err := openDevice(o.device, stderr)
 	if err != nil {
 		return err
 	}

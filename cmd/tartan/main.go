@@ -6,13 +6,17 @@
 //	           [--data DIR] [--limit N] [--seed S] [--save FILE] [--plot FILE.png]
 //	           [--json FILE] [--checkpoint FILE]
 //	tartan devices [--json]
+//	tartan setup [--device ID --yes]
 //
 // fit trains a showcase model on Fashion-MNIST: it prints the model's
 // summary, a progress bar per epoch and the accuracy on the full test set.
 // With --checkpoint it saves a checkpoint after every epoch and, when the
 // file already exists, resumes from it. devices lists the devices a run can
-// use. Device selection: the --device flag, then the TARTAN_DEVICE
-// environment variable, then the best available device.
+// use and which is recommended. setup chooses the default device (asking, or
+// with --device ID --yes), checks it and saves it in
+// $XDG_CONFIG_HOME/tartan/config.json. Device selection: the --device flag,
+// then the TARTAN_DEVICE environment variable, then the configured device,
+// then the best available device.
 //
 // The exit status is 0 on success, 1 when the work fails (including a
 // training run stopped by a NaN loss) and 2 for a usage error.
@@ -45,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = fitCommand(args[1:], stdout, stderr)
 	case "devices":
 		err = devicesCommand(args[1:], stdout, stderr)
+	case "setup":
+		err = setupCommand(args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -72,6 +78,7 @@ func usage(w io.Writer) {
              [--data DIR] [--limit N] [--seed S] [--save FILE] [--plot FILE.png]
              [--json FILE] [--checkpoint FILE]
   tartan devices [--json]
+  tartan setup [--device ID --yes]
 
 Run "tartan fit --help" for the options of fit.
 `)

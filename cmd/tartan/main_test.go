@@ -152,8 +152,26 @@ func TestFitBadCheckpoint(t *testing.T) {
 
 func TestDevices(t *testing.T) {
 	code, out, errs := runCLI("devices", "--json")
-	var infos []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &infos) != nil || len(infos) < 2 || infos[0]["id"] != "cpu" {
+	var l struct {
+		Devices []map[string]any `json:"devices"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || len(l.Devices) < 1 || l.Devices[0]["id"] != "cpu" {
 		t.Errorf("exit %d, %s %s", code, out, errs)
+	}
+}
+
+func TestSetupNonInteractiveSavesConfig(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	code, out, errs := runCLI("setup", "--device", "cpu", "--yes")
+	if code != 0 || !strings.Contains(out, "Saved") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(cfg, "tartan", "config.json"))
+	if err != nil || !strings.Contains(string(b), `"device": "cpu"`) {
+		t.Errorf("config file: %v %s", err, b)
+	}
+	if code, _, errs := runCLI("setup", "--device", "tpu", "--yes"); code == 0 || !strings.Contains(errs, "tpu") {
+		t.Errorf("unknown device: exit %d, %s", code, errs)
 	}
 }
