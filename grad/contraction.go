@@ -11,7 +11,7 @@ import (
 // A contraction O[out] = agg_p comb(A[a(p)], B[b(p)], …) runs over an index
 // space P: the integer points p where every access (the output's included) is
 // in bounds and every constraint holds. The derivative of every rule here is
-// itself a contraction over exactly the same P. It writes to the operand's
+// built from contractions over exactly the same P. It writes to the operand's
 // access a(p) (possibly compound, such as 2*y + i - 1) with the operand's shape,
 // reads the output's cotangent dO at out(p), and keeps every other access of
 // the original either as an operand or, when the rule does not read that
@@ -26,11 +26,18 @@ import (
 //     (A == B ? C) only C has a derivative, dC[c] += (A[a] == B[b]) ? dO[out].
 //     Assign is treated as a sum, which is exact when each output element
 //     receives one contribution, as Assign intends.
-//   - Max and Min (CombNone only): dI[a] += (I[a] == O[out]) ? dO[out]. Every
-//     point that attains the extremum receives the whole cotangent, so tied
-//     inputs each get dO (a subgradient choice that keeps the rule one
-//     contraction). Max and Min over a combination of several operands have no
-//     rule and are reported as errors.
+//   - Max and Min (CombNone only): each output element's cotangent goes to
+//     the first point of P that attains the extremum, in the lexicographic
+//     order of the contraction's reduction indices, and to no other. Ties are
+//     common (flat image regions, activations clipped at zero), and this is
+//     what TensorFlow and PyTorch do: for a max pool I[n, s·y + i − p,
+//     s·x + j − p, c] the reduction indices are (i, j), so the first maximum
+//     in row-major window order wins. With Pos numbering the reduction
+//     indices' box from 1, two contractions do it:
+//     F[out] = <(I[a] == O[out] ? Pos[r]) finds the first position attaining
+//     O, and dI[a] += (Pos[r] == F[out]) ? dO[out] (see extremeRule).
+//     Max and Min over a combination of several operands have no rule and are
+//     reported as errors.
 //   - Prod (CombNone, CombMul, CombEq): dA = (1/A) ⊙ S with S[a] += dO[out]·O[out]
 //     over P, that is dO·O/A. Operands containing zeros give infinite or NaN
 //     derivatives; Prod over CombAdd has no rule and is reported as an error.
@@ -60,7 +67,8 @@ func contractionSupported(t *tile.Tensor, op *tile.ContractionOp) error {
 		return nil
 	case tile.Max, tile.Min:
 		if op.Comb == tile.CombNone {
-			return nil
+			_, _, _, err := positionBox(t, op)
+			return err
 		}
 		return fmt.Errorf("grad: contraction %v (%s): %v aggregation is differentiable only over a single operand; compute the combination in a separate node first",
 			t, formatContraction(t, op), op.Agg)
@@ -96,11 +104,11 @@ func contractionRule(g *tile.Graph, t *tile.Tensor, op *tile.ContractionOp, dy *
 		case tile.Sum, tile.Assign:
 			out[k] = spread(g, op, args, k, dy, op.Comb == tile.CombMul)
 		case tile.Max, tile.Min:
-			out[k] = g.Contract(tile.Sum, tile.CombEq, args[k].Shape(), op.Access[k], []tile.Operand{
-				{Tensor: args[k], Index: op.Access[k]},
-				{Tensor: t, Index: op.Out},
-				{Tensor: dy, Index: op.Out},
-			}, op.Constraints...)
+			d, err := extremeRule(g, t, op, dy)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = d
 		case tile.Prod:
 			if s := spread(g, op, args, k, g.Mul(dy, t), false); s != nil {
 				out[k] = g.Mul(s, g.Elementwise(tile.Recip, args[k]))

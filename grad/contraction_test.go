@@ -1,9 +1,12 @@
 package grad
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/tartanml/tartan/ref"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -153,11 +156,11 @@ func TestContractionHandWorked(t *testing.T) {
 			func(g *tile.Graph, a []*tile.Tensor) *tile.Tensor {
 				return g.Contract(tile.Sum, tile.CombMul, tile.Shape{}, nil, []tile.Operand{op(a[0], i), op(a[0], i)})
 			}, [][]float64{{2, -4, 1}}},
-		// Max with a tie: both maxima receive the whole cotangent.
+		// Max with a tie: only the first maximum receives the cotangent.
 		{"max_tie", []*tile.Value{value(t, tile.Float64, tile.Shape{4}, 3, 1, 3, 2)},
 			func(g *tile.Graph, a []*tile.Tensor) *tile.Tensor {
 				return g.Contract(tile.Max, tile.CombNone, tile.Shape{}, nil, []tile.Operand{op(a[0], i)})
-			}, [][]float64{{1, 0, 1, 0}}},
+			}, [][]float64{{1, 0, 0, 0}}},
 		// Max pool of width 2, stride 2, over 5 elements: windows {0,1},
 		// {2,3}, {4}.
 		{"maxpool_1d", []*tile.Value{value(t, tile.Float64, tile.Shape{5}, 1, -5, -3, -4, 9)},
@@ -190,6 +193,220 @@ func TestContractionHandWorked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExtremeTies checks where max and min contractions send the cotangent
+// when several points attain the extremum: to the first one in the
+// lexicographic order of the reduction indices (row-major window order for a
+// pool), as TensorFlow and PyTorch do, and to no other. Each case weighs the
+// outputs with W = (10, 20, 30, …) and gives dy/dI worked by hand.
+func TestExtremeTies(t *testing.T) {
+	i, j, k, y, x := tile.Ix("i"), tile.Ix("j"), tile.Ix("k"), tile.Ix("y"), tile.Ix("x")
+	lt := func(e tile.Affine, bound int) tile.Constraint { return tile.Constraint{Expr: e, Bound: bound} }
+	nan := math.NaN()
+	cases := []struct {
+		name  string
+		in    *tile.Value
+		build func(g *tile.Graph, a *tile.Tensor) *tile.Tensor // the contraction under test
+		want  []float64
+	}{
+		{"max_of_equal", value(t, tile.Float64, tile.Shape{4}, 7, 7, 7, 7),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{}, nil, []tile.Operand{op(a, i)})
+			}, []float64{10, 0, 0, 0}},
+		{"min_tie", value(t, tile.Float64, tile.Shape{5}, 2, -1, 3, -1, -1),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Min, tile.CombNone, tile.Shape{}, nil, []tile.Operand{op(a, i)})
+			}, []float64{0, 10, 0, 0, 0}},
+		// Per row: O[r] = >(A[r, j]). Row 0 ties at columns 1 and 2, row 1
+		// at 0 and 2, row 2 has a single maximum.
+		{"max_rows", value(t, tile.Float64, tile.Shape{3, 3}, 0, 4, 4, 5, 1, 5, 1, 2, 3),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{3}, []tile.Affine{i}, []tile.Operand{op(a, i, j)})
+			}, []float64{0, 10, 0, 20, 0, 0, 0, 0, 30}},
+		// 2×2 max pool, stride 2, over a 4×4 input whose top-left window is
+		// flat: its first cell wins. The top-right window ties at (0, 3) and
+		// (1, 2): (0, 3) comes first in row-major order although (1, 2) comes
+		// first column by column. The bottom windows tie on three cells and
+		// on the last two.
+		{"maxpool_2x2", value(t, tile.Float64, tile.Shape{4, 4},
+			6, 6, 0, 3,
+			6, 6, 3, 1,
+			0, 2, 0, 0,
+			2, 2, 1, 1),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{2, 2}, []tile.Affine{y, x},
+					[]tile.Operand{op(a, y.Times(2).Plus(i), x.Times(2).Plus(j))}, lt(i, 2), lt(j, 2))
+			}, []float64{
+				10, 0, 0, 20,
+				0, 0, 0, 0,
+				0, 30, 0, 0,
+				0, 0, 40, 0}},
+		// The same with min.
+		{"minpool_2x2", value(t, tile.Float64, tile.Shape{4, 4},
+			-6, -6, 0, -3,
+			-6, -6, -3, -1,
+			0, -2, 0, 0,
+			-2, -2, -1, -1),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Min, tile.CombNone, tile.Shape{2, 2}, []tile.Affine{y, x},
+					[]tile.Operand{op(a, y.Times(2).Plus(i), x.Times(2).Plus(j))}, lt(i, 2), lt(j, 2))
+			}, []float64{
+				10, 0, 0, 20,
+				0, 0, 0, 0,
+				0, 30, 0, 0,
+				0, 0, 40, 0}},
+		// 'Same' 1-D pool of width 3, stride 2, padding 1, over equal
+		// negative values: windows {-1, 0, 1}, {1, 2, 3}, {3, 4, 5}. Cells
+		// −1 and 5 lie outside and are skipped, never chosen, so the first
+		// windows's first cell is 0, not the padding before it. Cell 1 is
+		// first in window 1 and second in window 0.
+		{"same_pool_1d", value(t, tile.Float64, tile.Shape{5}, -1, -1, -1, -1, -1),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{3}, []tile.Affine{y},
+					[]tile.Operand{op(a, y.Times(2).Plus(i).AddConst(-1))}, lt(i, 3))
+			}, []float64{10, 20, 0, 30, 0}},
+		// 'Same' 3×3 pool, stride 2, padding 1, over a flat 3×3 input:
+		// every window's first cell inside the input is its top-left one
+		// after clipping.
+		{"same_pool_2d", value(t, tile.Float64, tile.Shape{3, 3}, 5, 5, 5, 5, 5, 5, 5, 5, 5),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{2, 2}, []tile.Affine{y, x},
+					[]tile.Operand{op(a, y.Times(2).Plus(i).AddConst(-1), x.Times(2).Plus(j).AddConst(-1))}, lt(i, 3), lt(j, 3))
+			}, []float64{
+				10, 20, 0,
+				30, 40, 0,
+				0, 0, 0}},
+		// 'Same' 2×2 min pool, stride 1, padding after: the last row and
+		// column of windows hang over the bottom and right edges, and the
+		// corner window holds a single cell.
+		{"same_pool_edges", value(t, tile.Float64, tile.Shape{2, 3}, 1, 0, 0, 0, 0, 1),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Min, tile.CombNone, tile.Shape{2, 3}, []tile.Affine{y, x},
+					[]tile.Operand{op(a, y.Plus(i), x.Plus(j))}, lt(i, 2), lt(j, 2))
+			}, []float64{
+				0, 10 + 20, 30,
+				40, 50, 60}},
+		// O[i + j] = >(A[i, j]) over a flat 2×2: output 1 gets (0, 1) and
+		// (1, 0), and (0, 1) comes first in (i, j) order.
+		{"compound_output", value(t, tile.Float64, tile.Shape{2, 2}, 1, 1, 1, 1),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{3}, []tile.Affine{i.Plus(j)}, []tile.Operand{op(a, i, j)})
+			}, []float64{10, 20, 0, 30}},
+		// O[i] = >(A[i]), k < 3 reads each A[i] three times, as max(a, a, a),
+		// whose derivative is 1, not 3.
+		{"repeated_read", value(t, tile.Float64, tile.Shape{2}, 4, -4),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{2}, []tile.Affine{i}, []tile.Operand{op(a, i)}, lt(k, 3))
+			}, []float64{10, 20}},
+		// A NaN extremum (NaN propagates) sends nothing back; the other
+		// window's tie goes to its first cell.
+		{"nan", value(t, tile.Float64, tile.Shape{2, 2}, 1, nan, 3, 3),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{2}, []tile.Affine{i}, []tile.Operand{op(a, i, j)})
+			}, []float64{0, 0, 20, 0}},
+		// A box of 70×70 = 4900 points, numbered with Iota nodes rather than
+		// a constant: row 1 ties at (3, 5), (5, 3) and (69, 69), and (3, 5)
+		// comes first.
+		{"large_window", sparse(t, tile.Float64, tile.Shape{2, 70, 70}, 0, map[int]float64{70*70 + 3*70 + 5: 2, 70*70 + 5*70 + 3: 2, 2*70*70 - 1: 2}),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{2}, []tile.Affine{i}, []tile.Operand{op(a, i, j, k)})
+			}, sparse(t, tile.Float64, tile.Shape{2, 70, 70}, 0, map[int]float64{0: 10, 70*70 + 3*70 + 5: 20}).Data},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := tile.NewGraph(c.name)
+			a := g.Input("a", c.in.DType, c.in.Shape)
+			o := c.build(g, a)
+			w := tile.NewValue(o.DType(), o.Shape())
+			for n := range w.Data {
+				w.Data[n] = float64(10 * (n + 1))
+			}
+			got := evalGrads(t, g, sumAll(g, g.Mul(o, g.Constant(w))), []*tile.Tensor{a}, map[string]*tile.Value{"a": c.in})
+			if !sameValues(got[0].Data, c.want, 0) {
+				t.Errorf("gradient = %v, want %v", got[0].Data, c.want)
+			}
+		})
+	}
+}
+
+// sparse returns a value of the given shape holding fill except at the
+// row-major offsets in at.
+func sparse(t *testing.T, dt tile.DType, shape tile.Shape, fill float64, at map[int]float64) *tile.Value {
+	t.Helper()
+	data := make([]float64, shape.Size())
+	for n := range data {
+		data[n] = fill
+	}
+	for n, v := range at {
+		data[n] = v
+	}
+	return value(t, dt, shape, data...)
+}
+
+// TestPositions checks the position tensor of the max and min rule: 1 plus
+// the row-major offset, in the operand's dtype where that dtype holds every
+// position exactly (bf16 only up to 256, f16 up to 2048) and in i32
+// otherwise, as a constant for small boxes and from Iota nodes for large ones.
+func TestPositions(t *testing.T) {
+	cases := []struct {
+		box    tile.Shape
+		dt     tile.DType
+		wantDT tile.DType
+		iota   bool
+	}{
+		{tile.Shape{2, 3}, tile.Float32, tile.Float32, false},
+		{tile.Shape{255}, tile.BFloat16, tile.BFloat16, false},
+		{tile.Shape{256}, tile.BFloat16, tile.Int32, false},
+		{tile.Shape{2047}, tile.Float16, tile.Float16, false},
+		{tile.Shape{2048}, tile.Float16, tile.Int32, false},
+		{tile.Shape{64, 64}, tile.Float64, tile.Float64, false},
+		{tile.Shape{3, 40, 50}, tile.Float64, tile.Float64, true},
+		{tile.Shape{5000}, tile.BFloat16, tile.Int32, true},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%v_%v", c.dt, c.box), func(t *testing.T) {
+			g := tile.NewGraph("positions")
+			p := positions(g, c.box, c.dt)
+			if err := g.Err(); err != nil {
+				t.Fatal(err)
+			}
+			_, isConst := p.Op().(*tile.ConstantOp)
+			if p.DType() != c.wantDT || !p.Shape().Equal(c.box) || isConst == c.iota {
+				t.Fatalf("positions are %s%v (constant: %v), want %s%v (constant: %v)", p.DType(), p.Shape(), isConst, c.wantDT, c.box, !c.iota)
+			}
+			m, err := ref.New(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals, err := m.Eval(nil, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n, v := range vals[0].Data {
+				if v != float64(n+1) {
+					t.Fatalf("position %d is %v, want %d", n, v, n+1)
+				}
+			}
+		})
+	}
+}
+
+// TestExtremeTooManyPoints checks that a max contraction whose reduction
+// indices span more points than i32 numbers is refused before the graph is
+// touched.
+func TestExtremeTooManyPoints(t *testing.T) {
+	g := tile.NewGraph("big")
+	a := g.Input("a", tile.Float32, tile.Shape{1 << 16, 1 << 16})
+	o := g.Contract(tile.Max, tile.CombNone, tile.Shape{}, nil, []tile.Operand{op(a, ix("i", "j")...)})
+	before := len(g.Nodes())
+	_, err := Grad(g, o, a)
+	if err == nil || !strings.Contains(err.Error(), "too many to number") || !strings.Contains(err.Error(), "A[i, j]") {
+		t.Fatalf("got error %v, want one about numbering the points of the contraction", err)
+	}
+	if len(g.Nodes()) != before || g.Err() != nil {
+		t.Errorf("a rejected gradient added %d nodes (graph error %v)", len(g.Nodes())-before, g.Err())
 	}
 }
 

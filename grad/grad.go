@@ -25,10 +25,13 @@
 // tensor the ys do not depend on gets a zero tensor.
 //
 // Where a derivative does not exist a fixed convention applies, documented
-// with each rule: a max or min contraction sends the cotangent to every tied
-// input; Maximum and Minimum send it to the first operand on ties; Abs has
-// derivative 0 at 0; Pow's derivative in the exponent is 0 where the base is
-// not positive; Sign, Floor and Ceil have derivative 0. Product contractions
+// with each rule: a max or min contraction sends each output element's
+// cotangent to the first point attaining the extremum, in the lexicographic
+// order of its reduction indices (row-major window order for a pool, as in
+// TensorFlow and PyTorch), and nothing to the other tied inputs; Maximum and
+// Minimum send it to the first operand on ties; Abs has derivative 0 at 0;
+// Pow's derivative in the exponent is 0 where the base is not positive; Sign,
+// Floor and Ceil have derivative 0. Product contractions
 // divide by their operands, so operands containing zeros give non-finite
 // derivatives; Assign contractions are differentiated as sums, exact when each
 // output element is written once. Max and min contractions over a combination

@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/tartanml/tartan/op"
 	"github.com/tartanml/tartan/tile"
@@ -82,95 +81,17 @@ func (l *poolLayer) build(in []tile.Shape) (tile.Shape, error) {
 	return out, nil
 }
 
+// call pools with op.AvgPool2D or op.MaxPool2D, in training as in
+// inference. Max pooling's gradient goes to the first maximum of each window
+// in row-major order, as in TensorFlow (and so Keras) and PyTorch, which
+// matters where inputs tie (flat image regions, activations clipped at zero);
+// package grad's max-contraction rule provides it.
 func (l *poolLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
 	opt := op.PoolOptions{Size: l.cfg.PoolSize, Strides: l.cfg.Strides, Padding: op.Padding(l.cfg.Padding)}
 	if l.avg {
 		return op.AvgPool2D(c.g, in[0], opt)
 	}
-	if !c.training {
-		// Without a gradient the tie rule does not matter.
-		return op.MaxPool2D(c.g, in[0], opt)
-	}
-	return firstMaxPool(c.g, in[0], opt, l.cfg)
-}
-
-// firstMaxPool is max pooling whose gradient reaches only the first maximum
-// of each window, in row-major window order, as in TensorFlow (and so
-// Keras) and PyTorch. op.MaxPool2D's own gradient gives the whole cotangent
-// to every input tied for the maximum, which in images with flat regions
-// (saturated pixels, constant backgrounds after a convolution) multiplies
-// gradients and sets training on another course.
-//
-// First, per window, the position of the first maximum O is found with a
-// min contraction over the positions whose input equals it:
-//
-//	first[n, y, x, c] = <(X[n, sy·y + i − top, sx·x + j − left, c] == O[n, y, x, c] ? P[i, j])
-//
-// with P[i, j] = i·pw + j. When windows do not overlap (strides at least the
-// window), first is spread back over the inputs, every
-// input that is not its window's first maximum is replaced by −∞, and
-// op.MaxPool2D of the result has the same values with a single maximum per
-// window, so its gradient goes where TensorFlow's does. Overlapping windows
-// instead pick the input at the first maximum with a one-hot mask M over
-// the window, Y[n, y, x, c] = +(X[…] · M[n, y, x, c, i, j]). Either way
-// the comparisons and masks are not differentiable, so only the selected
-// input receives a gradient. A window holding a NaN returns NaN, as O does.
-func firstMaxPool(g *tile.Graph, x *tile.Tensor, opt op.PoolOptions, cfg poolConfig) *tile.Tensor {
-	o := op.MaxPool2D(g, x, opt)
-	if !o.Valid() {
-		return o
-	}
-	ph, pw := cfg.PoolSize[0], cfg.PoolSize[1]
-	sy, sx := cfg.Strides[0], cfg.Strides[1]
-	before := func(in, out, k, s int) int {
-		if cfg.Padding != "same" {
-			return 0
-		}
-		return max((out-1)*s+k-in, 0) / 2
-	}
-	n, oh, ow, ch := o.Dim(0), o.Dim(1), o.Dim(2), o.Dim(3)
-	h, w := x.Dim(1), x.Dim(2)
-	top, left := before(h, oh, ph, sy), before(w, ow, pw, sx)
-	pos := tile.NewValue(x.DType(), tile.Shape{ph, pw})
-	for i := range pos.Data {
-		pos.Data[i] = float64(i)
-	}
-	p := g.Constant(pos)
-	ix := tile.Ix
-	xAccess := []tile.Affine{ix("n"), ix("y").Times(sy).Plus(ix("i")).AddConst(-top), ix("x").Times(sx).Plus(ix("j")).AddConst(-left), ix("c")}
-	out := []tile.Affine{ix("n"), ix("y"), ix("x"), ix("c")}
-	window := []tile.Constraint{{Expr: ix("i"), Bound: ph}, {Expr: ix("j"), Bound: pw}}
-	first := g.Contract(tile.Min, tile.CombEq, o.Shape(), out, []tile.Operand{
-		{Tensor: x, Index: xAccess}, {Tensor: o, Index: out}, {Tensor: p, Index: []tile.Affine{ix("i"), ix("j")}},
-	}, window...)
-	if sy >= ph && sx >= pw {
-		// Each input lies in one window at most, so this sum copies its
-		// window's first position to it (and 0 to inputs in no window,
-		// which no window reads); the compiler turns it into a plain read
-		// first[n, h div sy, w div sx, c].
-		spread := g.Contract(tile.Sum, tile.CombNone, x.Shape(), xAccess, []tile.Operand{{Tensor: first, Index: out}}, window...)
-		// The position of every input within its window.
-		at := tile.NewValue(x.DType(), tile.Shape{h, w, 1})
-		for r := range h {
-			for q := range w {
-				at.Data[r*w+q] = float64(((r+top)%sy)*pw + (q+left)%sx)
-			}
-		}
-		keep := g.Elementwise(tile.Eq, spread, g.Constant(at))
-		z := g.Select(keep, x, g.ScalarLike(x, math.Inf(-1)))
-		return keepNaN(g, o, op.MaxPool2D(g, z, opt))
-	}
-	mask := g.Cast(g.Elementwise(tile.Eq, g.Reshape(first, tile.Shape{n, oh, ow, ch, 1, 1}), p), x.DType())
-	return keepNaN(g, o, g.Contract(tile.Sum, tile.CombMul, o.Shape(), out, []tile.Operand{
-		{Tensor: x, Index: xAccess}, {Tensor: mask, Index: append(append([]tile.Affine(nil), out...), ix("i"), ix("j"))},
-	}))
-}
-
-// keepNaN returns o where it is NaN (a window holding a NaN, which no
-// equality finds) and y elsewhere. Such a window passes no gradient back;
-// its loss is NaN anyway.
-func keepNaN(g *tile.Graph, o, y *tile.Tensor) *tile.Tensor {
-	return g.Select(g.Elementwise(tile.Ne, o, o), o, y)
+	return op.MaxPool2D(c.g, in[0], opt)
 }
 
 func (l *poolLayer) config() any {

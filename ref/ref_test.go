@@ -60,31 +60,31 @@ func TestHandWorked(t *testing.T) {
 	}{
 		{"matmul", func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor {
 			return g.Contract(tile.Sum, tile.CombMul, tile.Shape{2, 2}, []tile.Affine{i, j},
-				[]tile.Operand{{x[0], []tile.Affine{i, k}}, {x[1], []tile.Affine{k, j}}})
+				[]tile.Operand{{Tensor: x[0], Index: []tile.Affine{i, k}}, {Tensor: x[1], Index: []tile.Affine{k, j}}})
 		}, []*tile.Value{val(t, tile.Float64, tile.Shape{2, 3}, 1, 2, 3, 4, 5, 6), val(t, tile.Float64, tile.Shape{3, 2}, 7, 8, 9, 10, 11, 12)},
 			tile.Shape{2, 2}, []float64{58, 64, 139, 154}},
 		// 1-D convolution with one zero of padding on each side: out[x] = Σ_i in[x+i-1]·w[i].
 		{"conv1d_same", func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor {
 			xx := tile.Ix("x")
 			return g.Contract(tile.Sum, tile.CombMul, tile.Shape{4}, []tile.Affine{xx},
-				[]tile.Operand{{x[0], []tile.Affine{xx.Plus(i).AddConst(-1)}}, {x[1], []tile.Affine{i}}})
+				[]tile.Operand{{Tensor: x[0], Index: []tile.Affine{xx.Plus(i).AddConst(-1)}}, {Tensor: x[1], Index: []tile.Affine{i}}})
 		}, []*tile.Value{val(t, tile.Float64, tile.Shape{4}, 1, 2, 3, 4), val(t, tile.Float64, tile.Shape{3}, 1, 10, 100)},
 			tile.Shape{4}, []float64{210, 321, 432, 43}},
 		// Max pool of width 2, stride 2.
 		{"maxpool", func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor {
 			return g.Contract(tile.Max, tile.CombNone, tile.Shape{3}, []tile.Affine{i},
-				[]tile.Operand{{x[0], []tile.Affine{i.Times(2).Plus(j)}}}, tile.Constraint{Expr: j, Bound: 2})
+				[]tile.Operand{{Tensor: x[0], Index: []tile.Affine{i.Times(2).Plus(j)}}}, tile.Constraint{Expr: j, Bound: 2})
 		}, []*tile.Value{val(t, tile.Float64, tile.Shape{6}, 1, -5, -3, -4, 9, 2)},
 			tile.Shape{3}, []float64{1, -3, 9}},
-		// The max-pool gradient rule: (I == O) ? dO, scattered back.
+		// An equality-select sum: (I == O) ? dO, scattered back to the window.
 		{"maxpool_grad", func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor {
 			return g.Contract(tile.Sum, tile.CombEq, tile.Shape{4}, []tile.Affine{i.Times(2).Plus(j)},
-				[]tile.Operand{{x[0], []tile.Affine{i.Times(2).Plus(j)}}, {x[1], []tile.Affine{i}}, {x[2], []tile.Affine{i}}},
+				[]tile.Operand{{Tensor: x[0], Index: []tile.Affine{i.Times(2).Plus(j)}}, {Tensor: x[1], Index: []tile.Affine{i}}, {Tensor: x[2], Index: []tile.Affine{i}}},
 				tile.Constraint{Expr: j, Bound: 2})
 		}, []*tile.Value{val(t, tile.Float64, tile.Shape{4}, 3, 1, 0, 5), val(t, tile.Float64, tile.Shape{2}, 3, 5), val(t, tile.Float64, tile.Shape{2}, 10, 20)},
 			tile.Shape{4}, []float64{10, 0, 0, 20}},
 		{"sum_all", func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor {
-			return g.Contract(tile.Sum, tile.CombNone, tile.Shape{}, nil, []tile.Operand{{x[0], []tile.Affine{i, j}}})
+			return g.Contract(tile.Sum, tile.CombNone, tile.Shape{}, nil, []tile.Operand{{Tensor: x[0], Index: []tile.Affine{i, j}}})
 		}, []*tile.Value{val(t, tile.Float32, tile.Shape{2, 2}, 1, 2, 3, 4)}, tile.Shape{}, []float64{10}},
 		{"broadcast_add", func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor { return g.Add(x[0], x[1]) },
 			[]*tile.Value{val(t, tile.Float64, tile.Shape{2, 1}, 1, 2), val(t, tile.Float64, tile.Shape{3}, 10, 20, 30)},
