@@ -1,0 +1,199 @@
+// Package conformance is the test suite every Tartan backend must pass: it
+// builds small graphs covering every node kind of package tile and every op
+// of package op, forward and backward (package grad), runs them on the
+// device under test and on the reference device (package backend/reference,
+// float64 throughout), and compares the results.
+//
+// The entry point is Run, called from a backend's tests:
+//
+//	func TestConformance(t *testing.T) { conformance.Run(t, cpu.New()) }
+//
+// Each case is a table entry (cases_*.go) that builds a graph with random
+// inputs of odd sizes, often broadcast; cases marked differentiable also
+// output the gradient of a random weighting of their float outputs with
+// respect to every float input. Cases with variable updates run several
+// steps and compare the variables after each.
+//
+// Criterion (compare.go): integer and boolean results must be equal; a
+// floating-point element passes when
+//
+//	|got − want| ≤ 1e-4 · max(|want|, 1e-3 · peak) + 1e-6
+//
+// where peak is the largest finite magnitude in that result tensor of the
+// reference: float32 rounding, with an absolute floor for elements that
+// cancel to near zero. NaN must meet NaN and infinities must be equal.
+package conformance
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/reference"
+	"github.com/tartanml/tartan/grad"
+	"github.com/tartanml/tartan/tile"
+)
+
+// Case is one conformance check: a graph and its inputs.
+type Case struct {
+	Name string
+	// Build declares the graph's inputs, variables and outputs through b.
+	Build func(b *Builder)
+	// Grad adds the gradients of a random weighting of the float outputs
+	// with respect to every float input.
+	Grad bool
+	// Steps is the number of runs (variables are compared after each); 0
+	// means 1.
+	Steps int
+}
+
+// Cases returns every conformance case.
+func Cases() []Case {
+	var all []Case
+	for _, group := range [][]Case{elementwiseCases(), shapeCases(), contractionCases(), opCases(), stateCases()} {
+		all = append(all, group...)
+	}
+	return all
+}
+
+// Run checks dev against the reference device on every case, each as a
+// subtest.
+func Run(t *testing.T, dev backend.Device) {
+	t.Helper()
+	ref := reference.New()
+	for i, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			if err := Check(dev, ref, c, uint64(i+1)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// Check runs one case on dev and on the reference ref from random data drawn
+// with seed, and returns an error describing the first difference.
+func Check(dev, ref backend.Device, c Case, seed uint64) error {
+	b := &Builder{G: tile.NewGraph(c.Name), rng: rand.New(rand.NewPCG(seed, 0x7a27a2)),
+		feeds: map[string]any{}, vars: map[string]any{}}
+	c.Build(b)
+	if c.Grad {
+		if err := addGradients(b); err != nil {
+			return err
+		}
+	}
+	if err := b.G.Err(); err != nil {
+		return fmt.Errorf("building the graph: %w", err)
+	}
+	xd, err := dev.Compile(b.G)
+	if err != nil {
+		return fmt.Errorf("%s: compile: %w", dev.Info().ID, err)
+	}
+	defer xd.Close()
+	xr, err := ref.Compile(b.G)
+	if err != nil {
+		return fmt.Errorf("reference: compile: %w", err)
+	}
+	defer xr.Close()
+	for _, x := range []backend.Executable{xd, xr} {
+		for name, v := range b.feeds {
+			if err := x.SetInput(name, v); err != nil {
+				return fmt.Errorf("set input %q: %w", name, err)
+			}
+		}
+		for name, v := range b.vars {
+			if err := x.WriteVariable(name, v); err != nil {
+				return fmt.Errorf("write variable %q: %w", name, err)
+			}
+		}
+	}
+	steps := max(1, c.Steps)
+	for step := range steps {
+		if err := xd.Run(); err != nil {
+			return fmt.Errorf("%s: run: %w", dev.Info().ID, err)
+		}
+		if err := xr.Run(); err != nil {
+			return fmt.Errorf("reference: run: %w", err)
+		}
+		for _, o := range b.G.Outputs() {
+			got, want := newHost(o.Tensor), newHost(o.Tensor)
+			if err := xd.ReadOutput(o.Name, got); err != nil {
+				return fmt.Errorf("%s: read output %q: %w", dev.Info().ID, o.Name, err)
+			}
+			if err := xr.ReadOutput(o.Name, want); err != nil {
+				return fmt.Errorf("reference: read output %q: %w", o.Name, err)
+			}
+			if err := compare(o.Tensor.DType(), got, want); err != nil {
+				return fmt.Errorf("step %d: output %q (%s%v): %w", step, o.Name, o.Tensor.DType(), o.Tensor.Shape(), err)
+			}
+		}
+		for _, v := range b.G.Variables() {
+			name := v.Op().(*tile.VariableOp).Name
+			got, want := newHost(v), newHost(v)
+			if err := xd.ReadVariable(name, got); err != nil {
+				return fmt.Errorf("%s: read variable %q: %w", dev.Info().ID, name, err)
+			}
+			if err := xr.ReadVariable(name, want); err != nil {
+				return fmt.Errorf("reference: read variable %q: %w", name, err)
+			}
+			if err := compare(v.DType(), got, want); err != nil {
+				return fmt.Errorf("step %d: variable %q (%s%v): %w", step, name, v.DType(), v.Shape(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// newHost returns a zero host slice for t.
+func newHost(t *tile.Tensor) any { return hostSlice(t.DType(), make([]float64, t.Size())) }
+
+// addGradients adds to b's graph the gradient of Σ_k Σ(out_k · w_k), w_k
+// random constants, with respect to every float input, as outputs named
+// "d_<input>".
+func addGradients(b *Builder) error {
+	g := b.G
+	if g.Err() != nil {
+		return nil
+	}
+	var loss *tile.Tensor
+	for _, o := range g.Outputs() {
+		y := o.Tensor
+		if !y.DType().IsFloat() {
+			continue
+		}
+		w := b.Const(y.DType(), y.Shape(), Uniform(-1, 1))
+		term := g.Cast(sumAll(g, g.Mul(y, w)), tile.Float32)
+		if loss == nil {
+			loss = term
+		} else {
+			loss = g.Add(loss, term)
+		}
+	}
+	var xs []*tile.Tensor
+	for _, name := range b.order {
+		x := g.Leaf(name)
+		if x != nil && x.Op().Kind() == "input" && x.DType().IsFloat() {
+			xs = append(xs, x)
+		}
+	}
+	if loss == nil || len(xs) == 0 {
+		return fmt.Errorf("case marked differentiable has no float output or input")
+	}
+	grads, err := grad.Grad(g, loss, xs...)
+	if err != nil {
+		return fmt.Errorf("gradients: %w", err)
+	}
+	for i, x := range xs {
+		g.SetOutput("d_"+x.Op().(*tile.InputOp).Name, grads[i])
+	}
+	return nil
+}
+
+// sumAll sums every element of x into a scalar with a contraction.
+func sumAll(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
+	idx := make([]tile.Affine, x.Rank())
+	for d := range idx {
+		idx[d] = tile.Ix(fmt.Sprintf("i%d", d))
+	}
+	return g.Contract(tile.Sum, tile.CombNone, tile.Shape{}, nil, []tile.Operand{{Tensor: x, Index: idx}})
+}

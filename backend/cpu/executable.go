@@ -1,0 +1,215 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/kir"
+)
+
+// kernelRunner executes one kernel of a program.
+type kernelRunner interface {
+	run(x *Executable)
+}
+
+// Executable is a program loaded on the CPU: one piece of memory per storage
+// slot, typed views of it for every buffer, and an executor built once for
+// every kernel. Run replays the kernels in order and allocates nothing.
+type Executable struct {
+	dev     *Device
+	prog    *kir.Program
+	slots   [][]byte
+	bufs    []*buffer
+	kernels []kernelRunner
+	frames  []*frame
+	pool    *workerPool
+	nwork   int
+	inputs  map[string]int
+	outputs map[string]int
+	vars    map[string]int
+	given   []bool // per buffer: an input that has been set
+	ran     bool
+	closed  bool
+}
+
+var _ backend.Executable = (*Executable)(nil)
+
+// Program returns the kernel program the executable runs.
+func (x *Executable) Program() *kir.Program { return x.prog }
+
+// workers returns the number of workers a kernel asking for w may use.
+func (x *Executable) workers(w int) int {
+	if w <= 0 || w > x.nwork {
+		return x.nwork
+	}
+	return w
+}
+
+// load builds an executable for p on d.
+func load(d *Device, p *kir.Program) (*Executable, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
+	}
+	x := &Executable{dev: d, prog: p, pool: d.pool, nwork: d.workers,
+		inputs: map[string]int{}, outputs: map[string]int{}, vars: map[string]int{},
+		given: make([]bool, len(p.Buffers))}
+	x.slots = allocSlots(p)
+	x.bufs = make([]*buffer, len(p.Buffers))
+	for i, b := range p.Buffers {
+		x.bufs[i] = view(b, x.slots[b.Slot])
+		if b.Kind == kir.Constant {
+			x.bufs[i].fill(b.Init)
+		}
+	}
+	for _, b := range p.Inputs {
+		x.inputs[b.Name] = b.Buffer
+	}
+	for _, b := range p.Outputs {
+		x.outputs[b.Name] = b.Buffer
+	}
+	for _, b := range p.Variables {
+		x.vars[b.Name] = b.Buffer
+	}
+	// Kernels run one at a time, so their registers share a frame.
+	var r regs
+	nvars, pack, ints := 1, 0, 0
+	for _, k := range p.Kernels {
+		var kr regs
+		kernel, err := newKernel(p, k, &kr)
+		r = regs{max(r.f, kr.f), max(r.d, kr.d), max(r.i, kr.i)}
+		kr2 := kernel
+		if err != nil {
+			return nil, fmt.Errorf("cpu: program %q: kernel %s: %w", p.Name, k.Name, err)
+		}
+		x.kernels = append(x.kernels, kr2)
+		nvars = max(nvars, k.NumVars()+1)
+		if g, ok := kr2.(*gemmKernel); ok {
+			pack = max(pack, g.packScratch())
+			ints = max(ints, g.intScratch())
+		}
+	}
+	x.frames = make([]*frame, d.workers)
+	for w := range x.frames {
+		x.frames[w] = newFrame(x.bufs, nvars, r, pack, ints)
+	}
+	return x, nil
+}
+
+// newKernel builds the executor of one kernel: the matrix-product executor
+// when the kernel is one (as scheduled, or as recognised here), else the
+// generic loops executor.
+func newKernel(p *kir.Program, k *kir.Kernel, r *regs) (kernelRunner, error) {
+	k = rewriteKernel(p, k)
+	if k.Schedule.Strategy != "gemm" || k.Schedule.GEMM == nil {
+		if v := inferGEMM(p, k); v != nil {
+			kk := *k
+			kk.Schedule.GEMM = v
+			if g, ok := newGemmKernel(p, &kk, r); ok {
+				return g, nil
+			}
+		}
+	} else if g, ok := newGemmKernel(p, k, r); ok {
+		return g, nil
+	}
+	return newLoopsKernel(p, k, r), nil
+}
+
+// SetInput implements backend.Executable.
+func (x *Executable) SetInput(name string, data any) error {
+	if x.closed {
+		return errClosed
+	}
+	id, ok := x.inputs[name]
+	if !ok {
+		return fmt.Errorf("cpu: program %q has no input %q", x.prog.Name, name)
+	}
+	b := x.bufs[id]
+	if err := b.checkHost("input", data); err != nil {
+		return err
+	}
+	b.write(data)
+	x.given[id] = true
+	return nil
+}
+
+var errClosed = errors.New("cpu: executable is closed")
+
+// Run implements backend.Executable. It runs every kernel in order on the
+// device's workers; it returns once all are done.
+func (x *Executable) Run() error {
+	if x.closed {
+		return errClosed
+	}
+	for _, in := range x.prog.Inputs {
+		if !x.given[in.Buffer] {
+			return fmt.Errorf("cpu: program %q: input %q is not set", x.prog.Name, in.Name)
+		}
+	}
+	for _, k := range x.kernels {
+		k.run(x)
+	}
+	x.ran = true
+	return nil
+}
+
+// ReadOutput implements backend.Executable.
+func (x *Executable) ReadOutput(name string, dst any) error {
+	if x.closed {
+		return errClosed
+	}
+	id, ok := x.outputs[name]
+	if !ok {
+		return fmt.Errorf("cpu: program %q has no output %q", x.prog.Name, name)
+	}
+	if !x.ran {
+		return fmt.Errorf("cpu: program %q: output %q read before any run", x.prog.Name, name)
+	}
+	b := x.bufs[id]
+	if err := b.checkHost("output", dst); err != nil {
+		return err
+	}
+	b.read(dst)
+	return nil
+}
+
+// ReadVariable implements backend.Executable.
+func (x *Executable) ReadVariable(name string, dst any) error {
+	if x.closed {
+		return errClosed
+	}
+	id, ok := x.vars[name]
+	if !ok {
+		return fmt.Errorf("cpu: program %q has no variable %q", x.prog.Name, name)
+	}
+	b := x.bufs[id]
+	if err := b.checkHost("variable", dst); err != nil {
+		return err
+	}
+	b.read(dst)
+	return nil
+}
+
+// WriteVariable implements backend.Executable.
+func (x *Executable) WriteVariable(name string, data any) error {
+	if x.closed {
+		return errClosed
+	}
+	id, ok := x.vars[name]
+	if !ok {
+		return fmt.Errorf("cpu: program %q has no variable %q", x.prog.Name, name)
+	}
+	b := x.bufs[id]
+	if err := b.checkHost("variable", data); err != nil {
+		return err
+	}
+	b.write(data)
+	return nil
+}
+
+// Close implements backend.Executable: it releases the buffers.
+func (x *Executable) Close() error {
+	x.closed = true
+	x.slots, x.bufs, x.kernels, x.frames = nil, nil, nil, nil
+	return nil
+}

@@ -1,0 +1,794 @@
+package cpu
+
+import (
+	"github.com/tartanml/tartan/backend/cpu/gemm"
+	"github.com/tartanml/tartan/kir"
+	"github.com/tartanml/tartan/tile"
+)
+
+// gemmKernel executes a kernel scheduled as a matrix product (a sum over
+// the K loops of Load(A)·Load(B)) with package gemm, then applies the
+// Epilogue.
+//
+// The output must be laid out as C[batch][rows][cols], rows and cols being
+// the GEMM view's M and N groups in either order; the operand feeding the
+// rows is the "row operand". An operand whose load is a plain strided matrix
+// (in range everywhere, affine, each group of loops one stride) is handed to
+// gemm as it is, with the right transposition and leading dimension;
+// otherwise it is packed into a dense matrix by evaluating its load (with
+// the Where conditions on its side) chunk by chunk, out-of-range and
+// excluded points becoming zeros: im2col for convolutions.
+//
+// Three ways to run, chosen from the sizes:
+//
+//   - direct: both operands plain; one parallel gemm call per batch point,
+//     then the epilogue in parallel over rows.
+//   - rows: the output rows are cut into blocks, each task packing its
+//     block of the row operand, multiplying it into its rows of C with a
+//     single-threaded gemm and applying the epilogue to those rows while
+//     they are in cache.
+//   - split K: small outputs with long sums (weight gradients) cut the
+//     outermost K loop into parts, each task multiplying its part into a
+//     private partial product; the partials are then summed in a fixed
+//     order, so results do not depend on the number of workers.
+type gemmKernel struct {
+	k      *kir.Kernel
+	out    int
+	batch  []int // kernel variables of each group
+	rowVar []int
+	colVar []int
+	kVar   []int
+	ext    []int // extent of every kernel variable
+	nb     int
+	nr     int
+	nc     int
+	nk     int
+	rowOp  *gemmOperand
+	colOp  *gemmOperand
+	epi    *epilogueRunner
+	// scratchC holds C when the output buffer is not float32.
+	scratchC []float32
+	needEpi  bool
+	mode     gemmMode
+	mb       int // rows per task (rows mode)
+	// split K: parts of the split variable.
+	split     int
+	splitVar  int
+	innerK    int // K points per value of the split variable
+	partial   []float32
+	colPacked []float32
+	colLd     int
+	workers   int
+	// Run state.
+	x     *Executable
+	bvals []int // current batch variable values
+	phase gemmPhase
+}
+
+type gemmMode uint8
+
+const (
+	gemmDirect gemmMode = iota
+	gemmRows
+	gemmSplitK
+)
+
+type gemmPhase uint8
+
+const (
+	phaseEpilogue gemmPhase = iota
+	phaseRows
+	phaseSplit
+	phaseCombine
+)
+
+// gemmOperand is one operand of a matrix-product kernel, seen as a matrix
+// over its P group (rows or cols) and the K group.
+type gemmOperand struct {
+	s     *space
+	load  *kir.Expr
+	pVar  []int
+	kVar  []int
+	np    int
+	nk    int
+	isRow bool
+	// Plain operands: the element (p, k) is at base + batch offset + p·sP +
+	// k·sK; kMajor says which of sP, sK is 1 and ld the other.
+	plain  bool
+	buf    int
+	coef   []int
+	base   int
+	sP, sK int
+	// Plain and packed: the layout handed to gemm.
+	kMajor bool
+	ld     int
+	// Packed operands: the load and Where conditions of this side, as a
+	// program along axisVar, the innermost K variable (P-major layout) or
+	// the innermost P variable (K-major layout); affine, when not nil,
+	// packs the same values faster.
+	prog    *prog
+	axisVar int
+	affine  *affinePacker
+}
+
+func varsOf(x *kir.Ix, set map[int]bool) {
+	if x == nil {
+		return
+	}
+	switch x.Op {
+	case kir.IxVar:
+		set[x.Var] = true
+	case kir.IxAdd:
+		varsOf(x.A, set)
+		varsOf(x.B, set)
+	case kir.IxMul, kir.IxFloorDiv, kir.IxMod:
+		varsOf(x.A, set)
+	case kir.IxValue:
+		exprVars(x.E, set)
+	}
+}
+
+func exprVars(e *kir.Expr, set map[int]bool) {
+	for _, x := range e.Index {
+		varsOf(x, set)
+	}
+	for _, a := range e.Args {
+		exprVars(a, set)
+	}
+}
+
+func subset(set map[int]bool, groups ...[]int) bool {
+	allowed := map[int]bool{}
+	for _, g := range groups {
+		for _, v := range g {
+			allowed[v] = true
+		}
+	}
+	for v := range set {
+		if !allowed[v] {
+			return false
+		}
+	}
+	return true
+}
+
+func sameVars(a []int, groups ...[]int) bool {
+	var b []int
+	for _, g := range groups {
+		b = append(b, g...)
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// newGemmKernel plans kernel k as a matrix product, or reports false when the
+// kernel does not fit one (it then runs as loops).
+func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
+	v := k.Schedule.GEMM
+	if v == nil || k.Agg != tile.Sum || len(k.Reduce) == 0 || k.Body.Op != kir.Apply || k.Body.Fn != tile.Mul ||
+		laneOf(k.Body.DType) != laneF || v.A.Op != kir.Load || v.B.Op != kir.Load ||
+		laneOf(v.A.DType) != laneF || laneOf(v.B.DType) != laneF {
+		return nil, false
+	}
+	nout := len(k.Shape)
+	ranges := k.VarRanges()
+	g := &gemmKernel{k: k, out: k.Out, batch: v.Batch, kVar: v.K, workers: k.Schedule.Workers}
+	g.ext = make([]int, len(ranges))
+	for i, rg := range ranges {
+		g.ext[i] = max(0, rg.Hi-rg.Lo+1)
+	}
+	outVars := make([]int, nout)
+	for i := range outVars {
+		outVars[i] = i
+	}
+	redVars := make([]int, len(k.Reduce))
+	for i := range redVars {
+		redVars[i] = nout + i
+	}
+	if !sameVars(redVars, v.K) {
+		return nil, false
+	}
+	rowLoad, colLoad := v.A, v.B
+	switch {
+	case sameVars(outVars, v.Batch, v.M, v.N):
+		g.rowVar, g.colVar = v.M, v.N
+	case sameVars(outVars, v.Batch, v.N, v.M):
+		g.rowVar, g.colVar = v.N, v.M
+		rowLoad, colLoad = v.B, v.A
+	default:
+		return nil, false
+	}
+	rowSet, colSet := map[int]bool{}, map[int]bool{}
+	exprVars(rowLoad, rowSet)
+	exprVars(colLoad, colSet)
+	if !subset(rowSet, g.batch, g.rowVar, g.kVar) || !subset(colSet, g.batch, g.colVar, g.kVar) {
+		return nil, false
+	}
+	var rowConds, colConds []kir.Cond
+	for _, c := range k.Where {
+		set := map[int]bool{}
+		varsOf(c.X, set)
+		switch {
+		case subset(set, g.batch, g.rowVar, g.kVar):
+			rowConds = append(rowConds, c)
+		case subset(set, g.batch, g.colVar, g.kVar):
+			colConds = append(colConds, c)
+		default:
+			return nil, false
+		}
+	}
+	prod := func(vs []int) int {
+		n := 1
+		for _, x := range vs {
+			n *= g.ext[x]
+		}
+		return n
+	}
+	g.nb, g.nr, g.nc, g.nk = prod(g.batch), prod(g.rowVar), prod(g.colVar), prod(g.kVar)
+	g.bvals = make([]int, len(g.batch))
+	s := newSpace(p, k, false, 0)
+	g.rowOp = newGemmOperand(s, p, rowLoad, rowConds, g.rowVar, g.kVar, g.ext, true, r)
+	g.colOp = newGemmOperand(s, p, colLoad, colConds, g.colVar, g.kVar, g.ext, false, r)
+	g.epi = newEpilogueRunner(p, k, r)
+	if p.Buffers[k.Out].DType != tile.Float32 {
+		g.scratchC = make([]float32, g.nb*g.nr*g.nc)
+	}
+	g.needEpi = g.epi.prog != nil || g.scratchC != nil
+
+	// Choose how to run.
+	g.splitVar = -1
+	for _, x := range g.kVar {
+		if g.ext[x] > 1 {
+			g.splitVar = x
+			break
+		}
+	}
+	flops := 2 * g.nr * g.nc * g.nk
+	switch {
+	case g.nr*g.nc <= 1<<14 && g.nk >= 1024 && g.splitVar >= 0:
+		g.split = min(g.ext[g.splitVar], 16, max(2, flops>>19))
+		g.innerK = 1
+		after := false
+		for _, x := range g.kVar {
+			if after {
+				g.innerK *= g.ext[x]
+			}
+			after = after || x == g.splitVar
+		}
+		g.mode = gemmSplitK
+		g.partial = make([]float32, g.split*g.nr*g.nc)
+	case g.rowOp.plain && g.colOp.plain:
+		g.mode = gemmDirect
+	default:
+		g.mode = gemmRows
+		g.mb = min(2048, max(32, 65536/max(1, g.nk)))
+		if g.nr >= 8*32 {
+			g.mb = min(g.mb, (g.nr+7)/8)
+		}
+		g.mb = max(1, min(g.mb, g.nr))
+		if !g.colOp.plain {
+			g.colPacked = make([]float32, g.nk*g.nc)
+		}
+	}
+	return g, true
+}
+
+// intScratch returns the per-worker integers the kernel's packers need.
+func (g *gemmKernel) intScratch() int {
+	n := 0
+	rows := g.nr
+	if g.mode == gemmRows {
+		rows = g.mb
+	}
+	if o := g.rowOp; o.affine != nil {
+		n = max(n, o.affine.scratchInts(o.maxRuns(g.ext, rows)))
+	}
+	if o := g.colOp; o.affine != nil {
+		n = max(n, o.affine.scratchInts(o.maxRuns(g.ext, g.nc)))
+	}
+	return n
+}
+
+// packScratch returns the per-worker packing space the kernel needs.
+func (g *gemmKernel) packScratch() int {
+	switch g.mode {
+	case gemmRows:
+		if !g.rowOp.plain {
+			return g.mb * g.nk
+		}
+	case gemmSplitK:
+		kc := (g.ext[g.splitVar] + g.split - 1) / g.split * g.innerK
+		n := 0
+		if !g.rowOp.plain {
+			n += g.nr * kc
+		}
+		if !g.colOp.plain {
+			n += kc * g.nc
+		}
+		return n
+	}
+	return 0
+}
+
+// groupStride returns the stride of a group of variables whose coefficients
+// make them one row-major coordinate, or false. Variables of extent 1 do not
+// matter.
+func groupStride(coef []int, vars []int, ext []int) (int, bool) {
+	stride, want, seen := 0, 0, false
+	for i := len(vars) - 1; i >= 0; i-- {
+		v := vars[i]
+		if ext[v] == 1 {
+			continue
+		}
+		if !seen {
+			stride, want, seen = coef[v], coef[v]*ext[v], true
+			continue
+		}
+		if coef[v] != want {
+			return 0, false
+		}
+		want *= ext[v]
+	}
+	return stride, true
+}
+
+func newGemmOperand(s *space, p *kir.Program, load *kir.Expr, conds []kir.Cond, pVar, kVar []int, ext []int, isRow bool, r *regs) *gemmOperand {
+	o := &gemmOperand{s: s, load: load, pVar: pVar, kVar: kVar, isRow: isRow, buf: load.Buf}
+	o.np, o.nk = 1, 1
+	for _, v := range pVar {
+		o.np *= ext[v]
+	}
+	for _, v := range kVar {
+		o.nk *= ext[v]
+	}
+	li := s.load(load)
+	if len(conds) == 0 && li.class == loadDirect {
+		sP, okP := groupStride(li.flat.coef, pVar, ext)
+		sK, okK := groupStride(li.flat.coef, kVar, ext)
+		if okP && okK {
+			o.coef = li.flat.coef
+			o.base = li.flat.konst
+			for v, c := range li.flat.coef {
+				o.base += c * s.varLo[v]
+			}
+			o.sP, o.sK = sP, sK
+			switch {
+			case (o.nk <= 1 || sK == 1) && (o.np <= 1 || sP >= o.nk):
+				o.plain, o.kMajor = true, false
+				o.ld = max(1, o.nk)
+				if o.np > 1 {
+					o.ld = sP
+				}
+			case (o.np <= 1 || sP == 1) && (o.nk <= 1 || sK >= o.np):
+				o.plain, o.kMajor = true, true
+				o.ld = max(1, o.np)
+				if o.nk > 1 {
+					o.ld = sK
+				}
+			}
+			if o.plain && !o.fits(p.Buffers[load.Buf].Size(), s, ext) {
+				o.plain = false
+			}
+		}
+	}
+	if o.plain {
+		return o
+	}
+	// Pack: along the innermost K variable (P-major) or the innermost P
+	// variable (K-major), whichever gives longer, preferably contiguous,
+	// runs.
+	inner := func(vs []int) int {
+		for i := len(vs) - 1; i >= 0; i-- {
+			if ext[vs[i]] > 1 {
+				return vs[i]
+			}
+		}
+		return -1
+	}
+	kin, pin := inner(kVar), inner(pVar)
+	score := func(v int) int {
+		if v < 0 {
+			return -1
+		}
+		sc := 2 * min(ext[v], chunk)
+		if li.class != loadGeneral && abs(li.flat.coef[v]) == 1 {
+			sc += 3
+		}
+		return sc
+	}
+	switch {
+	case kin >= 0 && score(kin) >= score(pin):
+		o.axisVar, o.kMajor = kin, false
+	case pin >= 0:
+		o.axisVar, o.kMajor = pin, true
+	default:
+		// Every group has at most one point.
+		o.axisVar, o.kMajor = -1, false
+	}
+	axisLoop := 0
+	if o.axisVar >= 0 {
+		axisLoop = s.varLoop[o.axisVar]
+	}
+	b := newBuilder(s, axisLoop, progBody, r)
+	b.where(conds)
+	o.prog = b.value(load)
+	if o.axisVar >= 0 || !o.kMajor {
+		o.affine = newAffinePacker(s, p, load, conds, o.axisVar, ext)
+	}
+	return o
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// fits reports whether every batch point's matrix lies within a buffer of
+// size elements, by gemm's own argument check.
+func (o *gemmOperand) fits(size int, s *space, ext []int) bool {
+	lo, hi := o.base, o.base
+	for v, c := range o.coef {
+		if contains(o.pVar, v) || contains(o.kVar, v) || ext[v] == 0 {
+			continue
+		}
+		lo += min(0, c*(ext[v]-1))
+		hi += max(0, c*(ext[v]-1))
+	}
+	if lo < 0 {
+		return false
+	}
+	if o.isRow {
+		return gemm.Validate(o.kMajor, false, o.np, 1, o.nk, size-hi, o.ld, max(1, o.nk), 1, max(1, o.np), 1) == nil
+	}
+	return gemm.Validate(false, !o.kMajor, 1, o.np, o.nk, max(1, o.nk), max(1, o.nk), size-hi, o.ld, max(1, o.np), max(1, o.np)) == nil
+}
+
+func contains(vs []int, v int) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// trans returns the transposition flag gemm needs for the operand's
+// layout: a row operand is op(A) (rows×K), a column operand op(B) (K×cols).
+func (o *gemmOperand) trans() bool {
+	if o.isRow {
+		return o.kMajor
+	}
+	return !o.kMajor
+}
+
+// batchOffset returns the plain operand's offset for the current batch point.
+func (o *gemmOperand) batchOffset(batch, bvals []int) int {
+	off := o.base
+	for i, v := range batch {
+		off += o.coef[v] * bvals[i]
+	}
+	return off
+}
+
+// setVars sets the loops of vars to the row-major decomposition of index.
+func setVars(fr *frame, s *space, vars []int, ext []int, index int) {
+	for i := len(vars) - 1; i >= 0; i-- {
+		v := vars[i]
+		e := ext[v]
+		fr.vars[s.varLoop[v]] = index % e
+		index /= e
+	}
+}
+
+// evalInto evaluates the operand program on n lanes from axis position start
+// and stores the values, zero where a point is excluded, into dst.
+func (o *gemmOperand) evalInto(fr *frame, start, n int, dst []float32) {
+	p := o.prog
+	lo, hi := p.active(fr, start, n)
+	if lo >= hi {
+		clear(dst[:n])
+		return
+	}
+	clear(dst[:lo])
+	clear(dst[hi:n])
+	m := hi - lo
+	var mask []bool
+	if p.hasMask {
+		mask = fr.mask[:m]
+		setTrue(mask)
+	}
+	p.exec(fr, start+lo, m)
+	v := fr.f[p.result.reg][:m]
+	d := dst[lo:hi]
+	copy(d, v)
+	for i, a := range mask {
+		if !a {
+			d[i] = 0
+		}
+	}
+}
+
+// pack writes the operand's points p in [p0, p1) and K points with the split
+// variable in [klo, khi) (all K points when splitVar < 0 or it covers its
+// whole range) into dst, P-major or K-major, and returns the leading
+// dimension.
+func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, klo, khi int, dst []float32, p0, p1 int) int {
+	if o.affine != nil {
+		return o.packAffine(fr, ext, batch, bvals, splitVar, klo, khi, dst, p0, p1)
+	}
+	s := o.s
+	o.prog.bind(fr)
+	np := p1 - p0
+	// K odometer: every K variable except the axis, the split variable
+	// restricted to [klo, khi).
+	kStart := func() {
+		for _, v := range o.kVar {
+			fr.vars[s.varLoop[v]] = 0
+			if v == splitVar {
+				fr.vars[s.varLoop[v]] = klo
+			}
+		}
+	}
+	kEnd := func(v int) int {
+		if v == splitVar {
+			return khi
+		}
+		return ext[v]
+	}
+	// kNext advances the odometer over the K variables other than skip,
+	// reporting false when it wraps around.
+	kNext := func(skip int) bool {
+		for i := len(o.kVar) - 1; i >= 0; i-- {
+			v := o.kVar[i]
+			if v == skip {
+				continue
+			}
+			l := s.varLoop[v]
+			fr.vars[l]++
+			if fr.vars[l] < kEnd(v) {
+				return true
+			}
+			fr.vars[l] = 0
+			if v == splitVar {
+				fr.vars[l] = klo
+			}
+		}
+		return false
+	}
+	kc := 1
+	for _, v := range o.kVar {
+		if v == splitVar {
+			kc *= khi - klo
+		} else {
+			kc *= ext[v]
+		}
+	}
+	if kc == 0 || np == 0 {
+		// Nothing to pack; the leading dimension must still suit the
+		// layout.
+		if o.kMajor {
+			return max(1, np)
+		}
+		return max(1, kc)
+	}
+	if !o.kMajor {
+		ax := o.axisVar
+		for p := p0; p < p1; p++ {
+			setVars(fr, s, o.pVar, ext, p)
+			row := dst[(p-p0)*kc : (p-p0+1)*kc]
+			kk := 0
+			kStart()
+			for {
+				if ax < 0 {
+					o.evalInto(fr, 0, 1, row[kk:kk+1])
+					kk++
+				} else {
+					lo, hi := 0, kEnd(ax)
+					if ax == splitVar {
+						lo = klo
+					}
+					for st := lo; st < hi; st += chunk {
+						n := min(chunk, hi-st)
+						o.evalInto(fr, st, n, row[kk:kk+n])
+						kk += n
+					}
+				}
+				if !kNext(ax) {
+					break
+				}
+			}
+		}
+		return kc
+	}
+	ax := o.axisVar
+	kStart()
+	kk := 0
+	for {
+		col := dst[kk*np : (kk+1)*np]
+		for p := p0; p < p1; {
+			setVars(fr, s, o.pVar, ext, p)
+			pos := fr.vars[s.varLoop[ax]]
+			run := min(ext[ax]-pos, p1-p)
+			o.evalInto(fr, pos, run, col[p-p0:p-p0+run])
+			p += run
+		}
+		kk++
+		if !kNext(-1) {
+			break
+		}
+	}
+	return np
+}
+
+// setBatch sets the batch loops of fr to the current batch point.
+func (g *gemmKernel) setBatch(fr *frame) {
+	for i, v := range g.batch {
+		fr.vars[g.rowOp.s.varLoop[v]] = g.bvals[i]
+	}
+}
+
+func (g *gemmKernel) cTarget(x *Executable) []float32 {
+	if g.scratchC != nil {
+		return g.scratchC
+	}
+	return x.bufs[g.out].f32
+}
+
+func (g *gemmKernel) run(x *Executable) {
+	if g.nb == 0 || g.nr == 0 || g.nc == 0 {
+		return
+	}
+	g.x = x
+	c := g.cTarget(x)
+	for bi := range g.nb {
+		rem := bi
+		for i := len(g.batch) - 1; i >= 0; i-- {
+			e := g.ext[g.batch[i]]
+			g.bvals[i] = rem % e
+			rem /= e
+		}
+		cOff := bi * g.nr * g.nc
+		rowTasks := (g.nr + g.epiRows() - 1) / g.epiRows()
+		switch g.mode {
+		case gemmDirect:
+			ro, co := g.rowOp, g.colOp
+			a := x.bufs[ro.buf].f32[ro.batchOffset(g.batch, g.bvals):]
+			b := x.bufs[co.buf].f32[co.batchOffset(g.batch, g.bvals):]
+			gemm.SgemmParallel(x.workers(g.workers), ro.trans(), co.trans(), g.nr, g.nc, g.nk,
+				1, a, ro.ld, b, co.ld, 0, c[cOff:], g.nc)
+			if g.needEpi {
+				g.phase = phaseEpilogue
+				x.pool.run(g, rowTasks, g.workers)
+			}
+		case gemmRows:
+			if !g.colOp.plain {
+				fr := x.frames[0]
+				fr.rows = 1
+				g.setBatch(fr)
+				g.colLd = g.colOp.pack(fr, g.ext, g.batch, g.bvals, -1, 0, 0, g.colPacked, 0, g.nc)
+			}
+			g.phase = phaseRows
+			x.pool.run(g, (g.nr+g.mb-1)/g.mb, g.workers)
+		case gemmSplitK:
+			g.phase = phaseSplit
+			x.pool.run(g, g.split, g.workers)
+			g.phase = phaseCombine
+			x.pool.run(g, rowTasks, g.workers)
+		}
+	}
+	g.x = nil
+}
+
+// epiRows is the number of rows one epilogue or combine task handles.
+func (g *gemmKernel) epiRows() int {
+	return max(1, min(g.nr, (1<<14)/max(1, g.nc)))
+}
+
+func (g *gemmKernel) runTask(w, t int) {
+	x := g.x
+	fr := x.frames[w]
+	fr.rows = 1
+	c := g.cTarget(x)
+	bi := 0
+	for i, v := range g.batch {
+		bi = bi*g.ext[v] + g.bvals[i]
+	}
+	cOff := bi * g.nr * g.nc
+	switch g.phase {
+	case phaseEpilogue:
+		r0 := t * g.epiRows()
+		r1 := min(g.nr, r0+g.epiRows())
+		g.finishRows(fr, c, cOff, r0, r1)
+	case phaseRows:
+		r0 := t * g.mb
+		r1 := min(g.nr, r0+g.mb)
+		g.setBatch(fr)
+		a, lda, ta := g.rowBlock(fr, x, r0, r1, -1, 0, 0, fr.pack)
+		b, ldb, tb := g.colBlock(x)
+		gemm.Sgemm(ta, tb, r1-r0, g.nc, g.nk, 1, a, lda, b, ldb, 0, c[cOff+r0*g.nc:], g.nc)
+		g.finishRows(fr, c, cOff, r0, r1)
+	case phaseSplit:
+		e := g.ext[g.splitVar]
+		klo, khi := e*t/g.split, e*(t+1)/g.split
+		kc := (khi - klo) * g.innerK
+		g.setBatch(fr)
+		part := g.partial[t*g.nr*g.nc : (t+1)*g.nr*g.nc]
+		if kc == 0 {
+			clear(part)
+			return
+		}
+		a, lda, ta := g.rowBlock(fr, x, 0, g.nr, g.splitVar, klo, khi, fr.pack)
+		rest := fr.pack
+		if !g.rowOp.plain {
+			rest = fr.pack[g.nr*kc:]
+		}
+		var b []float32
+		var ldb int
+		co := g.colOp
+		if co.plain {
+			b = x.bufs[co.buf].f32[co.batchOffset(g.batch, g.bvals)+klo*co.coef[g.splitVar]:]
+			ldb = co.ld
+		} else {
+			ldb = co.pack(fr, g.ext, g.batch, g.bvals, g.splitVar, klo, khi, rest, 0, g.nc)
+			b = rest
+		}
+		gemm.Sgemm(ta, co.trans(), g.nr, g.nc, kc, 1, a, lda, b, ldb, 0, part, g.nc)
+	case phaseCombine:
+		r0 := t * g.epiRows()
+		r1 := min(g.nr, r0+g.epiRows())
+		dst := c[cOff+r0*g.nc : cOff+r1*g.nc]
+		n := g.nr * g.nc
+		copy(dst, g.partial[r0*g.nc:r1*g.nc])
+		for p := 1; p < g.split; p++ {
+			src := g.partial[p*n+r0*g.nc : p*n+r1*g.nc]
+			for i, v := range src {
+				dst[i] += v
+			}
+		}
+		g.finishRows(fr, c, cOff, r0, r1)
+	}
+}
+
+// rowBlock returns rows [r0, r1) of the row operand (K restricted to
+// [klo, khi) of splitVar when splitVar ≥ 0), packing them into scratch when
+// the operand is not plain, with its leading dimension and transposition.
+func (g *gemmKernel) rowBlock(fr *frame, x *Executable, r0, r1, splitVar, klo, khi int, scratch []float32) ([]float32, int, bool) {
+	o := g.rowOp
+	if o.plain {
+		off := o.batchOffset(g.batch, g.bvals) + r0*o.sP
+		if splitVar >= 0 {
+			off += klo * o.coef[splitVar]
+		}
+		return x.bufs[o.buf].f32[off:], o.ld, o.trans()
+	}
+	ld := o.pack(fr, g.ext, g.batch, g.bvals, splitVar, klo, khi, scratch, r0, r1)
+	return scratch, ld, o.trans()
+}
+
+// colBlock returns the whole column operand for rows mode.
+func (g *gemmKernel) colBlock(x *Executable) ([]float32, int, bool) {
+	o := g.colOp
+	if o.plain {
+		return x.bufs[o.buf].f32[o.batchOffset(g.batch, g.bvals):], o.ld, o.trans()
+	}
+	return g.colPacked, g.colLd, o.trans()
+}
+
+// finishRows applies the epilogue to rows [r0, r1) of the current batch
+// point.
+func (g *gemmKernel) finishRows(fr *frame, c []float32, cOff, r0, r1 int) {
+	if !g.needEpi {
+		return
+	}
+	g.epi.bind(fr)
+	g.epi.apply(fr, c, cOff+r0*g.nc, cOff+r1*g.nc)
+}

@@ -1,0 +1,258 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/tartanml/tartan/compile"
+	"github.com/tartanml/tartan/kir"
+	"github.com/tartanml/tartan/op"
+	"github.com/tartanml/tartan/tile"
+)
+
+// These tests run programs both with this backend and with kir.Interpret,
+// the IR's executable meaning (float64, element by element), on the same
+// random inputs, and compare every output and every updated variable. The
+// programs come from package compile and from kernels written by hand.
+//
+// Criterion: |got − want| ≤ 1e-4·|want| + 1e-5·(1 + peak), peak being the
+// largest magnitude in the reference buffer: float32 rounding plus sums in a
+// different order.
+
+const (
+	relTol   = 1e-4
+	floorTol = 1e-5
+)
+
+// randomBuffers returns random contents for every input and variable of p,
+// in kir.Interpret's float64 form.
+func randomBuffers(p *kir.Program, rng *rand.Rand) [][]float64 {
+	bufs := make([][]float64, len(p.Buffers))
+	for _, b := range p.Buffers {
+		if b.Kind != kir.Input && b.Kind != kir.Variable {
+			continue
+		}
+		v := make([]float64, b.Size())
+		// Adam's second moments are never negative.
+		nonNeg := strings.HasSuffix(b.Name, "/v")
+		for i := range v {
+			switch {
+			case b.DType.IsFloat() && nonNeg:
+				v[i] = tile.RoundTo(b.DType, rng.Float64())
+			case b.DType.IsFloat():
+				v[i] = tile.RoundTo(b.DType, 2*rng.Float64()-1)
+			case b.DType == tile.Bool:
+				v[i] = float64(rng.IntN(2))
+			case b.Shape.Rank() == 0:
+				v[i] = float64(rng.IntN(1000))
+			default:
+				v[i] = float64(rng.IntN(10))
+			}
+		}
+		bufs[b.ID] = v
+	}
+	return bufs
+}
+
+// hostSlice converts float64 values to the host slice type of dt.
+func hostSlice(dt tile.DType, v []float64) any {
+	switch dt {
+	case tile.Float64:
+		return append([]float64(nil), v...)
+	case tile.Int32:
+		out := make([]int32, len(v))
+		for i, x := range v {
+			out[i] = int32(x)
+		}
+		return out
+	case tile.Int64:
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out
+	case tile.Bool:
+		out := make([]bool, len(v))
+		for i, x := range v {
+			out[i] = x != 0
+		}
+		return out
+	}
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+func toFloat64(data any) []float64 {
+	switch d := data.(type) {
+	case []float32:
+		out := make([]float64, len(d))
+		for i, x := range d {
+			out[i] = float64(x)
+		}
+		return out
+	case []float64:
+		return d
+	case []int32:
+		out := make([]float64, len(d))
+		for i, x := range d {
+			out[i] = float64(x)
+		}
+		return out
+	case []int64:
+		out := make([]float64, len(d))
+		for i, x := range d {
+			out[i] = float64(x)
+		}
+		return out
+	case []bool:
+		out := make([]float64, len(d))
+		for i, x := range d {
+			if x {
+				out[i] = 1
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// compareValues checks got against want with the package criterion.
+func compareValues(got, want []float64) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d values, want %d", len(got), len(want))
+	}
+	peak := 0.0
+	for _, w := range want {
+		if !math.IsInf(w, 0) && !math.IsNaN(w) {
+			peak = math.Max(peak, math.Abs(w))
+		}
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			if !(math.IsNaN(w) && math.IsNaN(g)) && g != w {
+				return fmt.Errorf("element %d: got %v, want %v", i, g, w)
+			}
+			continue
+		}
+		if d := math.Abs(g - w); !(d <= relTol*math.Abs(w)+floorTol*(1+peak)) {
+			return fmt.Errorf("element %d: got %v, want %v (difference %.3g)", i, g, w, d)
+		}
+	}
+	return nil
+}
+
+// checkProgram runs p for runs steps on this backend and with kir.Interpret
+// from the same random inputs and variables, and compares outputs and
+// variables after every step.
+func checkProgram(t *testing.T, d *Device, p *kir.Program, runs int, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	ref := randomBuffers(p, rng)
+	x, err := d.Load(p)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	defer x.Close()
+	for _, in := range p.Inputs {
+		b := p.Buffers[in.Buffer]
+		if err := x.SetInput(in.Name, hostSlice(b.DType, ref[in.Buffer])); err != nil {
+			t.Fatalf("set input: %v", err)
+		}
+	}
+	for _, v := range p.Variables {
+		b := p.Buffers[v.Buffer]
+		if err := x.WriteVariable(v.Name, hostSlice(b.DType, ref[v.Buffer])); err != nil {
+			t.Fatalf("write variable: %v", err)
+		}
+	}
+	for step := range runs {
+		if err := kir.Interpret(p, ref); err != nil {
+			t.Fatalf("interpret: %v", err)
+		}
+		if err := x.Run(); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		check := func(what, name string, id int, read func(string, any) error) {
+			b := p.Buffers[id]
+			dst := hostSlice(b.DType, make([]float64, b.Size()))
+			if err := read(name, dst); err != nil {
+				t.Fatalf("read %s %s: %v", what, name, err)
+			}
+			want := ref[id]
+			if b.DType.IsInt() {
+				// kir.Interpret holds integers as float64, which can
+				// exceed the integer range after an overflow; compare what
+				// a host reads, as the reference device's conversion does.
+				want = toFloat64(hostSlice(b.DType, want))
+			}
+			if err := compareValues(toFloat64(dst), want); err != nil {
+				t.Errorf("step %d: %s %q (b%d %s%v): %v", step, what, name, id, b.DType, b.Shape, err)
+			}
+		}
+		for _, o := range p.Outputs {
+			check("output", o.Name, o.Buffer, x.ReadOutput)
+		}
+		for _, v := range p.Variables {
+			check("variable", v.Name, v.Buffer, x.ReadVariable)
+		}
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func compileFor(t *testing.T, d *Device, g *tile.Graph) *kir.Program {
+	t.Helper()
+	if err := g.Err(); err != nil {
+		t.Fatalf("graph: %v", err)
+	}
+	p, err := compile.Compile(g, d.Target())
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	return p
+}
+
+func TestCompiledGraphsMatchInterpreter(t *testing.T) {
+	d := New()
+	defer d.Close()
+	cases := []struct {
+		name  string
+		build func(g *tile.Graph)
+	}{
+		{"dense_relu", func(g *tile.Graph) {
+			x := g.Input("x", tile.Float32, tile.Shape{5, 7})
+			w := g.Input("w", tile.Float32, tile.Shape{7, 3})
+			b := g.Input("b", tile.Float32, tile.Shape{3})
+			g.SetOutput("y", op.ReLU(g, op.Dense(g, x, w, b)))
+		}},
+		{"conv_pool_softmax", func(g *tile.Graph) {
+			x := g.Input("x", tile.Float32, tile.Shape{2, 9, 7, 3})
+			w := g.Input("w", tile.Float32, tile.Shape{3, 2, 3, 5})
+			h := op.Conv2D(g, x, w, op.ConvOptions{Padding: op.Same})
+			h = op.MaxPool2D(g, h, op.PoolOptions{Padding: op.Same})
+			g.SetOutput("y", op.Softmax(g, op.Flatten(g, h), -1))
+		}},
+		{"showcase_b3", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var g *tile.Graph
+			if c.build == nil {
+				g = showcaseStep(3)
+			} else {
+				g = tile.NewGraph(c.name)
+				c.build(g)
+			}
+			p := compileFor(t, d, g)
+			checkProgram(t, d, p, 2, 1)
+		})
+	}
+}

@@ -1,0 +1,23 @@
+//go:build !amd64 || purego
+
+package cpu
+
+import "github.com/tartanml/tartan/tile"
+
+// Without AVX2 assembly every loop runs in Go.
+
+func simdBinaryF(tile.Fn, []float32, []float32, []float32) int { return 0 }
+
+func simdSelectF([]float32, []float32, []float32, []float32) int { return 0 }
+
+func simdUnaryF(tile.Fn, []float32, []float32) int { return 0 }
+
+func simdAggregateF(tile.Agg, []float64, []float32) int { return 0 }
+
+func simdPhilox([]float32, uint64, uint64, uint64) int { return 0 }
+
+func simdAggregateF32(tile.Agg, []float32, []float32) int { return 0 }
+
+func simdMaskAggregateF32(tile.Agg, []float32, []float32, []bool) int { return 0 }
+
+func simdMaskZeroF32([]bool, []float32) int { return 0 }

@@ -1,0 +1,196 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tartanml/tartan/tile"
+)
+
+// specialValues are mixed into the random inputs of the vector-loop tests.
+var specialValues = []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)),
+	float32(math.NaN()), math.MaxFloat32, math.SmallestNonzeroFloat32}
+
+func randomLanes(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		if rng.IntN(4) == 0 {
+			v[i] = specialValues[rng.IntN(len(specialValues))]
+		} else {
+			v[i] = float32(rng.NormFloat64())
+		}
+	}
+	return v
+}
+
+// sameBits reports whether two float32 results agree: equal bits, or both
+// NaN.
+func sameFloat32(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+}
+
+func sameFloat64(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b
+}
+
+// TestVectorLoops checks the float32 lane loops (in assembly where the
+// processor allows) against Go's own arithmetic, element by element, on
+// lengths that exercise every remainder and on NaN, ±0 and infinities.
+func TestVectorLoops(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	binary := []struct {
+		fn   tile.Fn
+		want func(a, b float32) float32
+	}{
+		{tile.Add, func(a, b float32) float32 { return a + b }},
+		{tile.Sub, func(a, b float32) float32 { return a - b }},
+		{tile.Mul, func(a, b float32) float32 { return a * b }},
+		{tile.Div, func(a, b float32) float32 { return a / b }},
+		{tile.Maximum, func(a, b float32) float32 { return max(a, b) }},
+		{tile.Minimum, func(a, b float32) float32 { return min(a, b) }},
+		{tile.Eq, func(a, b float32) float32 { return b2f32(a == b) }},
+		{tile.Ne, func(a, b float32) float32 { return b2f32(a != b) }},
+		{tile.Lt, func(a, b float32) float32 { return b2f32(a < b) }},
+		{tile.Le, func(a, b float32) float32 { return b2f32(a <= b) }},
+		{tile.Gt, func(a, b float32) float32 { return b2f32(a > b) }},
+		{tile.Ge, func(a, b float32) float32 { return b2f32(a >= b) }},
+	}
+	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 100, 1024} {
+		a, b := randomLanes(rng, n), randomLanes(rng, n)
+		for _, c := range binary {
+			d := make([]float32, n)
+			k := simdBinaryF(c.fn, d, a, b)
+			if c.fn.IsComparison() {
+				compareF(c.fn, d[k:], a[k:], b[k:])
+			} else {
+				binaryF(c.fn, d[k:], a[k:], b[k:])
+			}
+			for i := range d {
+				if w := c.want(a[i], b[i]); !sameFloat32(d[i], w) {
+					t.Errorf("%v n=%d element %d: %v(%v, %v) = %v, want %v", c.fn, n, i, c.fn, a[i], b[i], d[i], w)
+					break
+				}
+			}
+		}
+		// Select on booleans.
+		cond := make([]float32, n)
+		for i := range cond {
+			cond[i] = float32(rng.IntN(2))
+		}
+		d := make([]float32, n)
+		k := simdSelectF(d, cond, a, b)
+		selectF(d[k:], cond[k:], a[k:], b[k:])
+		for i := range d {
+			w := b[i]
+			if cond[i] != 0 {
+				w = a[i]
+			}
+			if !sameFloat32(d[i], w) {
+				t.Errorf("select n=%d element %d: got %v, want %v", n, i, d[i], w)
+				break
+			}
+		}
+		// Square root.
+		k = simdUnaryF(tile.Sqrt, d, a)
+		unaryF(tile.Sqrt, d[k:], a[k:])
+		for i := range d {
+			if w := float32(math.Sqrt(float64(a[i]))); !sameFloat32(d[i], w) {
+				t.Errorf("sqrt n=%d element %d: sqrt(%v) = %v, want %v", n, i, a[i], d[i], w)
+				break
+			}
+		}
+		// Maxima and minima into float32 accumulators.
+		for _, agg := range []tile.Agg{tile.Max, tile.Min} {
+			acc := randomLanes(rng, n)
+			want := make([]float32, n)
+			for i := range acc {
+				want[i] = float32(aggOne(agg, float64(acc[i]), float64(a[i])))
+			}
+			aggregate32(agg, acc, a, nil, nil)
+			for i := range acc {
+				if !sameFloat32(acc[i], want[i]) {
+					t.Errorf("aggregate32 %v n=%d element %d: got %v, want %v", agg, n, i, acc[i], want[i])
+					break
+				}
+			}
+		}
+		// Masked maxima and minima, and clearing a mask where values are
+		// not zero.
+		mask := make([]bool, n)
+		for i := range mask {
+			mask[i] = rng.IntN(2) == 0
+		}
+		for _, agg := range []tile.Agg{tile.Max, tile.Min} {
+			acc := randomLanes(rng, n)
+			want := append([]float32(nil), acc...)
+			for i := range want {
+				if mask[i] {
+					want[i] = float32(aggOne(agg, float64(want[i]), float64(a[i])))
+				}
+			}
+			aggregate32(agg, acc, a, mask, make([]float32, n))
+			for i := range acc {
+				if !sameFloat32(acc[i], want[i]) {
+					t.Errorf("masked aggregate32 %v n=%d element %d: got %v, want %v", agg, n, i, acc[i], want[i])
+					break
+				}
+			}
+		}
+		ints := make([]float32, n)
+		for i := range ints {
+			ints[i] = float32(rng.IntN(3) - 1)
+		}
+		ints[0] = float32(math.Copysign(0, -1))
+		got := append([]bool(nil), mask...)
+		k = simdMaskZeroF32(got, ints)
+		for i := k; i < n; i++ {
+			got[i] = got[i] && ints[i] == 0
+		}
+		for i := range got {
+			if want := mask[i] && ints[i] == 0; got[i] != want {
+				t.Errorf("mask zero n=%d element %d: got %v, want %v", n, i, got[i], want)
+				break
+			}
+		}
+		// Aggregation into float64 accumulators.
+		for _, agg := range []tile.Agg{tile.Sum, tile.Max, tile.Min} {
+			acc := make([]float64, n)
+			want := make([]float64, n)
+			for i := range acc {
+				acc[i] = float64(randomLanes(rng, 1)[0])
+				want[i] = aggOne(agg, acc[i], float64(a[i]))
+			}
+			k := simdAggregateF(agg, acc, a)
+			for i := k; i < n; i++ {
+				acc[i] = aggOne(agg, acc[i], float64(a[i]))
+			}
+			for i := range acc {
+				if !sameFloat64(acc[i], want[i]) {
+					t.Errorf("aggregate %v n=%d element %d: got %v, want %v", agg, n, i, acc[i], want[i])
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestPhilox checks the block generator against tile.UniformAt, the
+// definition every backend shares, at unaligned starts and lengths.
+func TestPhilox(t *testing.T) {
+	for _, c := range []struct {
+		seed, stream uint64
+		p0, n        int
+	}{
+		{0, 0, 0, 64}, {42, 1, 3, 37}, {1 << 40, 7, 1021, 1024}, {12345, 1<<33 + 5, 5, 1}, {9, 2, 1 << 33, 17},
+	} {
+		d := make([]float32, c.n)
+		philoxFill(d, c.seed, c.stream, c.p0)
+		for i, v := range d {
+			if w := float32(tile.UniformAt(c.seed, c.stream, c.p0+i)); v != w {
+				t.Errorf("seed %d stream %d position %d: got %v, want %v", c.seed, c.stream, c.p0+i, v, w)
+				break
+			}
+		}
+	}
+}

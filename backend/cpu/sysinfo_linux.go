@@ -1,0 +1,12 @@
+package cpu
+
+import "syscall"
+
+// systemMemory returns the total memory sysinfo(2) reports.
+func systemMemory() int64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
