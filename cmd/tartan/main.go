@@ -7,6 +7,7 @@
 //	           [--json FILE] [--checkpoint FILE]
 //	tartan devices [--json]
 //	tartan setup [--device ID --yes]
+//	tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
 //
 // fit trains a showcase model on Fashion-MNIST: it prints the model's
 // summary, a progress bar per epoch and the accuracy on the full test set.
@@ -16,7 +17,9 @@
 // with --device ID --yes), checks it and saves it in
 // $XDG_CONFIG_HOME/tartan/config.json. Device selection: the --device flag,
 // then the TARTAN_DEVICE environment variable, then the configured device,
-// then the best available device.
+// then the best available device. bench measures the host's matrix product
+// against gonum in the same run, the showcase's convolutions forward and
+// backward, and its whole training step, reporting medians.
 //
 // The exit status is 0 on success, 1 when the work fails (including a
 // training run stopped by a NaN loss) and 2 for a usage error.
@@ -51,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = devicesCommand(args[1:], stdout, stderr)
 	case "setup":
 		err = setupCommand(args[1:], os.Stdin, stdout, stderr)
+	case "bench":
+		err = benchCommand(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -79,6 +84,7 @@ func usage(w io.Writer) {
              [--json FILE] [--checkpoint FILE]
   tartan devices [--json]
   tartan setup [--device ID --yes]
+  tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
 
 Run "tartan fit --help" for the options of fit.
 `)

@@ -175,3 +175,30 @@ func TestSetupNonInteractiveSavesConfig(t *testing.T) {
 		t.Errorf("unknown device: exit %d, %s", code, errs)
 	}
 }
+
+func TestBenchWritesEveryFigure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench runs a 2048³ product with gonum; skipped in -short")
+	}
+	js := filepath.Join(t.TempDir(), "bench.json")
+	code, out, errs := runCLI("bench", "--device", "cpu", "--steps", "2", "--repeat", "1", "--json", js)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+	var rep benchReport
+	b, err := os.ReadFile(js)
+	if err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("reading %s: %v %s", js, err, b)
+	}
+	if len(rep.Sgemm) != 3 || len(rep.Conv) != 2 || rep.Step.MSPerStep <= 0 || rep.Step.Steps != 2 {
+		t.Errorf("incomplete report: %+v", rep)
+	}
+	for _, s := range rep.Sgemm {
+		if s.GFLOPS <= 0 || s.GonumGFLOPS <= 0 || s.Ratio <= 0 {
+			t.Errorf("sgemm %d: %+v", s.N, s)
+		}
+	}
+	if code, _, errs := runCLI("bench", "--steps", "0"); code != 2 || !strings.Contains(errs, "positive --steps") {
+		t.Errorf("--steps 0: exit %d, %s", code, errs)
+	}
+}

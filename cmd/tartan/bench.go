@@ -1,0 +1,276 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/cpu/gemm"
+	"github.com/tartanml/tartan/data"
+	"github.com/tartanml/tartan/grad"
+	"github.com/tartanml/tartan/nn"
+	"github.com/tartanml/tartan/op"
+	"github.com/tartanml/tartan/tile"
+)
+
+// benchReport is what tartan bench measures; --json writes it.
+type benchReport struct {
+	Device string       `json:"device"`
+	Sgemm  []sgemmBench `json:"sgemm"`
+	Conv   []convBench  `json:"conv_layers"`
+	Step   stepBench    `json:"training_step"`
+}
+
+type sgemmBench struct {
+	N           int     `json:"n"`
+	GFLOPS      float64 `json:"gflops"`
+	GonumGFLOPS float64 `json:"gonum_gflops"`
+	Ratio       float64 `json:"ratio_to_gonum"`
+}
+
+type convBench struct {
+	Layer      string  `json:"layer"`
+	ForwardMS  float64 `json:"forward_ms"`
+	BackwardMS float64 `json:"backward_ms"`
+}
+
+type stepBench struct {
+	Model          string  `json:"model"`
+	BatchSize      int     `json:"batch_size"`
+	Steps          int     `json:"steps"`
+	MSPerStep      float64 `json:"ms_per_step"`
+	CompileSeconds float64 `json:"compile_seconds"`
+}
+
+// benchCommand measures the host's matrix product against gonum in the same
+// run, each convolution of the showcase CNN forward and backward on the
+// device, and the showcase's whole training step. Figures are medians.
+func benchCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tartan bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	devID := fs.String("device", "", "device id (default: as for fit)")
+	steps := fs.Int("steps", 100, "timed training steps (each of batch 64)")
+	reps := fs.Int("repeat", 5, "repetitions of each timing; the median is reported")
+	jsonPath := fs.String("json", "", "also write the figures as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 || *steps < 1 || *reps < 1 {
+		return usageError("bench takes no arguments and positive --steps and --repeat")
+	}
+	dev, _, err := openDevice(*devID, stderr)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	rep := benchReport{Device: dev.Info().ID}
+
+	fmt.Fprintln(stdout, "sgemm on the host (float32, all cores) against gonum's blas32.Gemm, same run:")
+	for _, n := range []int{256, 1024, 2048} {
+		s := benchSgemm(n, *reps)
+		rep.Sgemm = append(rep.Sgemm, s)
+		fmt.Fprintf(stdout, "  %4d³  %7.1f GFLOP/s   gonum %6.1f GFLOP/s   %.1fx\n", n, s.GFLOPS, s.GonumGFLOPS, s.Ratio)
+	}
+
+	fmt.Fprintf(stdout, "showcase convolutions (2x2 same, bias-free, ReLU) on %s, batch 64; backward computes what training needs:\n", rep.Device)
+	for _, c := range []struct {
+		name          string
+		h, w, cin, co int
+		inputGrad     bool
+	}{{"conv2d 28x28x1 -> 64 (dK)", 28, 28, 1, 64, false}, {"conv2d_1 14x14x64 -> 32 (dK, dX)", 14, 14, 64, 32, true}} {
+		fwd, bwd, err := benchConv(dev, 64, c.h, c.w, c.cin, c.co, c.inputGrad, *reps)
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", c.name, err)
+		}
+		rep.Conv = append(rep.Conv, convBench{Layer: c.name, ForwardMS: fwd, BackwardMS: bwd})
+		fmt.Fprintf(stdout, "  %-34s forward %7.3f ms   backward %7.3f ms\n", c.name, fwd, bwd)
+	}
+
+	st, err := benchStep(dev, *steps, *reps)
+	if err != nil {
+		return fmt.Errorf("bench training step: %w", err)
+	}
+	rep.Step = st
+	fmt.Fprintf(stdout, "showcase training step (fashion-cnn, Adam, batch 64): %.2f ms/step, compile %.3f s\n", st.MSPerStep, st.CompileSeconds)
+	if *jsonPath != "" {
+		return writeJSON(*jsonPath, rep)
+	}
+	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// timeMedian runs f reps times after one warm-up and returns the median
+// seconds.
+func timeMedian(reps int, f func() error) (float64, error) {
+	if err := f(); err != nil {
+		return 0, err
+	}
+	ts := make([]float64, reps)
+	for i := range ts {
+		t := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		ts[i] = time.Since(t).Seconds()
+	}
+	return median(ts), nil
+}
+
+func benchSgemm(n, reps int) sgemmBench {
+	r := rand.New(rand.NewPCG(1, 2))
+	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = r.Float32(), r.Float32()
+	}
+	flops := 2 * float64(n) * float64(n) * float64(n)
+	ours, _ := timeMedian(reps, func() error {
+		gemm.SgemmParallel(0, false, false, n, n, n, 1, a, n, b, n, 0, c, n)
+		return nil
+	})
+	ga := blas32.General{Rows: n, Cols: n, Stride: n, Data: a}
+	gb := blas32.General{Rows: n, Cols: n, Stride: n, Data: b}
+	gc := blas32.General{Rows: n, Cols: n, Stride: n, Data: c}
+	theirs, _ := timeMedian(reps, func() error {
+		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, ga, gb, 0, gc)
+		return nil
+	})
+	s := sgemmBench{N: n, GFLOPS: flops / ours / 1e9, GonumGFLOPS: flops / theirs / 1e9}
+	s.Ratio = s.GFLOPS / s.GonumGFLOPS
+	return s
+}
+
+// benchConv times one 2×2 'same' convolution with ReLU forward, and the
+// gradients of its kernel (and of its input when inputGrad) backward, as
+// compiled programs.
+func benchConv(dev backend.Device, n, h, w, cin, cout int, inputGrad bool, reps int) (fwdMS, bwdMS float64, err error) {
+	build := func(backward bool) (backend.Executable, error) {
+		g := tile.NewGraph("bench_conv")
+		x := g.Input("x", tile.Float32, tile.Shape{n, h, w, cin})
+		k := g.Variable("kernel", tile.Float32, tile.Shape{2, 2, cin, cout})
+		y := op.ReLU(g, op.Conv2D(g, x, k, op.ConvOptions{Padding: op.Same}))
+		if !backward {
+			g.SetOutput("y", op.Sum(g, y, nil, false))
+		} else {
+			dy := g.Input("dy", tile.Float32, y.Shape())
+			loss := op.Sum(g, g.Mul(y, dy), nil, false)
+			wrt := []*tile.Tensor{k}
+			if inputGrad {
+				wrt = append(wrt, x)
+			}
+			gs, err := grad.Grad(g, loss, wrt...)
+			if err != nil {
+				return nil, err
+			}
+			g.SetOutput("dk", op.Sum(g, gs[0], nil, false))
+			if inputGrad {
+				g.SetOutput("dx", op.Sum(g, gs[1], nil, false))
+			}
+		}
+		if err := g.Err(); err != nil {
+			return nil, err
+		}
+		exe, err := dev.Compile(g)
+		if err != nil {
+			return nil, err
+		}
+		r := rand.New(rand.NewPCG(3, 4))
+		fill := func(m int) []float32 {
+			v := make([]float32, m)
+			for i := range v {
+				v[i] = r.Float32() - 0.5
+			}
+			return v
+		}
+		if err := exe.SetInput("x", fill(n*h*w*cin)); err != nil {
+			return nil, err
+		}
+		if err := exe.WriteVariable("kernel", fill(4*cin*cout)); err != nil {
+			return nil, err
+		}
+		if backward {
+			if err := exe.SetInput("dy", fill(n*h*w*cout)); err != nil {
+				return nil, err
+			}
+		}
+		return exe, nil
+	}
+	times := [2]float64{}
+	for i, backward := range []bool{false, true} {
+		exe, err := build(backward)
+		if err != nil {
+			return 0, 0, err
+		}
+		out, sink := "y", make([]float32, 1)
+		if backward {
+			out = "dk"
+		}
+		// Reading a scalar result waits for the device to finish.
+		t, err := timeMedian(reps, func() error {
+			if err := exe.Run(); err != nil {
+				return err
+			}
+			return exe.ReadOutput(out, sink)
+		})
+		exe.Close()
+		if err != nil {
+			return 0, 0, err
+		}
+		times[i] = t * 1e3
+	}
+	return times[0], times[1], nil
+}
+
+// benchStep trains the showcase CNN on random images for one epoch of
+// `steps` batches to compile and warm up, then reps more epochs, and
+// reports the median time per step.
+func benchStep(dev backend.Device, steps, reps int) (stepBench, error) {
+	const batch = 64
+	n := steps * batch
+	r := rand.New(rand.NewPCG(5, 6))
+	d := &data.Dataset{Name: "random", Images: make([]uint8, n*28*28), Labels: make([]uint8, n), N: n, H: 28, W: 28, C: 1, Classes: 10}
+	for i := range d.Images {
+		d.Images[i] = uint8(r.IntN(256))
+	}
+	for i := range d.Labels {
+		d.Labels[i] = uint8(r.IntN(10))
+	}
+	samples, err := nn.FromDataset(d)
+	if err != nil {
+		return stepBench{}, err
+	}
+	m, err := nn.ShowcaseModel("fashion-cnn")
+	if err != nil {
+		return stepBench{}, err
+	}
+	if err := m.InitWeights(1); err != nil {
+		return stepBench{}, err
+	}
+	if err := m.Compile(nn.Adam(1e-3), nn.SparseCategoricalCrossentropy(), nn.Metrics("accuracy"), nn.OnDevice(dev)); err != nil {
+		return stepBench{}, err
+	}
+	hist, err := m.Fit(samples, nn.BatchSize(batch), nn.Epochs(1+reps), nn.Verbose(0))
+	if err != nil {
+		return stepBench{}, err
+	}
+	if len(hist.EpochSeconds) < 2 {
+		return stepBench{}, fmt.Errorf("training stopped after %d epochs: %s", len(hist.EpochSeconds), hist.StopReason)
+	}
+	return stepBench{Model: "fashion-cnn", BatchSize: batch, Steps: steps,
+		MSPerStep:      median(hist.EpochSeconds[1:]) / float64(steps) * 1e3,
+		CompileSeconds: m.Stats().CompileSeconds}, nil
+}
