@@ -138,3 +138,23 @@ func FromFloat64(dst any, src []float64) {
 		}
 	}
 }
+
+// HostSlice returns v converted to the Go slice type that carries dtype dt
+// (see the package documentation), rounding with Go's conversions.
+func HostSlice(dt tile.DType, v []float64) any {
+	var out any
+	switch dt {
+	case tile.Float64:
+		out = make([]float64, len(v))
+	case tile.Int32:
+		out = make([]int32, len(v))
+	case tile.Int64:
+		out = make([]int64, len(v))
+	case tile.Bool:
+		out = make([]bool, len(v))
+	default:
+		out = make([]float32, len(v))
+	}
+	FromFloat64(out, v)
+	return out
+}

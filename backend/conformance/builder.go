@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"github.com/tartanml/tartan/backend"
 	"math/rand/v2"
 
 	"github.com/tartanml/tartan/tile"
@@ -101,36 +102,5 @@ func (b *Builder) host(dt tile.DType, shape tile.Shape, gen Gen) any {
 	for i := range v {
 		v[i] = tile.RoundTo(dt, v[i])
 	}
-	return hostSlice(dt, v)
-}
-
-// hostSlice converts float64 values to the Go slice type that carries dt.
-func hostSlice(dt tile.DType, v []float64) any {
-	switch dt {
-	case tile.Float64:
-		return append([]float64(nil), v...)
-	case tile.Int32:
-		out := make([]int32, len(v))
-		for i, x := range v {
-			out[i] = int32(x)
-		}
-		return out
-	case tile.Int64:
-		out := make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
-		return out
-	case tile.Bool:
-		out := make([]bool, len(v))
-		for i, x := range v {
-			out[i] = x != 0
-		}
-		return out
-	}
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(x)
-	}
-	return out
+	return backend.HostSlice(dt, v)
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"github.com/tartanml/tartan/backend"
 	"math"
 
 	"github.com/tartanml/tartan/tile"
@@ -16,7 +17,7 @@ const (
 
 // compare checks got against want, host slices of dtype dt.
 func compare(dt tile.DType, got, want any) error {
-	g, w := floats(got), floats(want)
+	g, w := backend.ToFloat64(got), backend.ToFloat64(want)
 	if len(g) != len(w) {
 		return fmt.Errorf("%d elements, want %d", len(g), len(w))
 	}
@@ -47,41 +48,6 @@ func compare(dt tile.DType, got, want any) error {
 		if !(d <= tol) {
 			return fmt.Errorf("element %d: got %v, want %v (difference %.3g, tolerance %.3g)", i, a, b, d, tol)
 		}
-	}
-	return nil
-}
-
-// floats converts a host slice to float64.
-func floats(v any) []float64 {
-	switch d := v.(type) {
-	case []float32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case []float64:
-		return d
-	case []int32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case []int64:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case []bool:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			if x {
-				out[i] = 1
-			}
-		}
-		return out
 	}
 	return nil
 }

@@ -145,7 +145,7 @@ func Check(dev, ref backend.Device, c Case, seed uint64) error {
 }
 
 // newHost returns a zero host slice for t.
-func newHost(t *tile.Tensor) any { return hostSlice(t.DType(), make([]float64, t.Size())) }
+func newHost(t *tile.Tensor) any { return backend.HostSlice(t.DType(), make([]float64, t.Size())) }
 
 // addGradients adds to b's graph the gradient of Σ_k Σ(out_k · w_k), w_k
 // random constants, with respect to every float input, as outputs named

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/tartanml/tartan/backend"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -32,7 +33,7 @@ func firstDivergence(t *testing.T, d *Device, p *kir.Program, steps int, seed ui
 			}
 			for i, b := range p.Buffers {
 				if b.Kind == kir.Input || b.Kind == kir.Variable {
-					x.bufs[i].write(hostSlice(b.DType, init[i]))
+					x.bufs[i].write(backend.HostSlice(b.DType, init[i]))
 				}
 			}
 			for _, k := range x.kernels {

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/tartanml/tartan/backend"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -57,71 +58,6 @@ func randomBuffers(p *kir.Program, rng *rand.Rand) [][]float64 {
 	return bufs
 }
 
-// hostSlice converts float64 values to the host slice type of dt.
-func hostSlice(dt tile.DType, v []float64) any {
-	switch dt {
-	case tile.Float64:
-		return append([]float64(nil), v...)
-	case tile.Int32:
-		out := make([]int32, len(v))
-		for i, x := range v {
-			out[i] = int32(x)
-		}
-		return out
-	case tile.Int64:
-		out := make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
-		return out
-	case tile.Bool:
-		out := make([]bool, len(v))
-		for i, x := range v {
-			out[i] = x != 0
-		}
-		return out
-	}
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(x)
-	}
-	return out
-}
-
-func toFloat64(data any) []float64 {
-	switch d := data.(type) {
-	case []float32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case []float64:
-		return d
-	case []int32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case []int64:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case []bool:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			if x {
-				out[i] = 1
-			}
-		}
-		return out
-	}
-	return nil
-}
-
 // compareValues checks got against want with the package criterion.
 func compareValues(got, want []float64) error {
 	if len(got) != len(want) {
@@ -162,13 +98,13 @@ func checkProgram(t *testing.T, d *Device, p *kir.Program, runs int, seed uint64
 	defer x.Close()
 	for _, in := range p.Inputs {
 		b := p.Buffers[in.Buffer]
-		if err := x.SetInput(in.Name, hostSlice(b.DType, ref[in.Buffer])); err != nil {
+		if err := x.SetInput(in.Name, backend.HostSlice(b.DType, ref[in.Buffer])); err != nil {
 			t.Fatalf("set input: %v", err)
 		}
 	}
 	for _, v := range p.Variables {
 		b := p.Buffers[v.Buffer]
-		if err := x.WriteVariable(v.Name, hostSlice(b.DType, ref[v.Buffer])); err != nil {
+		if err := x.WriteVariable(v.Name, backend.HostSlice(b.DType, ref[v.Buffer])); err != nil {
 			t.Fatalf("write variable: %v", err)
 		}
 	}
@@ -181,7 +117,7 @@ func checkProgram(t *testing.T, d *Device, p *kir.Program, runs int, seed uint64
 		}
 		check := func(what, name string, id int, read func(string, any) error) {
 			b := p.Buffers[id]
-			dst := hostSlice(b.DType, make([]float64, b.Size()))
+			dst := backend.HostSlice(b.DType, make([]float64, b.Size()))
 			if err := read(name, dst); err != nil {
 				t.Fatalf("read %s %s: %v", what, name, err)
 			}
@@ -190,9 +126,9 @@ func checkProgram(t *testing.T, d *Device, p *kir.Program, runs int, seed uint64
 				// kir.Interpret holds integers as float64, which can
 				// exceed the integer range after an overflow; compare what
 				// a host reads, as the reference device's conversion does.
-				want = toFloat64(hostSlice(b.DType, want))
+				want = backend.ToFloat64(backend.HostSlice(b.DType, want))
 			}
-			if err := compareValues(toFloat64(dst), want); err != nil {
+			if err := compareValues(backend.ToFloat64(dst), want); err != nil {
 				t.Errorf("step %d: %s %q (b%d %s%v): %v", step, what, name, id, b.DType, b.Shape, err)
 			}
 		}
