@@ -1,9 +1,9 @@
 package conformance
 
 import (
-	"github.com/tartanml/tartan/backend"
 	"math/rand/v2"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/tile"
 )
 

@@ -2,9 +2,9 @@ package conformance
 
 import (
 	"fmt"
-	"github.com/tartanml/tartan/backend"
 	"math"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/tile"
 )
 

@@ -1,11 +1,11 @@
 package cpu
 
 import (
-	"github.com/tartanml/tartan/backend"
 	"math/rand/v2"
 	"os"
 	"testing"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/kir"
 )
 

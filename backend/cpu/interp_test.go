@@ -2,12 +2,12 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/tartanml/tartan/backend"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/compile"
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/op"
