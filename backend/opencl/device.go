@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/opencl/cl"
 	"github.com/tartanml/tartan/compile"
+	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -262,8 +264,10 @@ func (d *Device) Matmul() string {
 	return want
 }
 
-// traits returns what the renderer needs to know about the device.
-func (d *Device) traits() traits {
+// traits returns what the renderer needs to know about the device to
+// render p. With the default precision the tensor cores are probed only
+// when p has a product large enough to use them.
+func (d *Device) traits(p *kir.Program) traits {
 	t := traits{
 		Name:          d.info.Name,
 		GPU:           d.info.Type&cl.DeviceTypeGPU != 0,
@@ -275,6 +279,12 @@ func (d *Device) traits() traits {
 		GEMMTile:      d.cfg.test.gemmTile,
 		Split:         d.cfg.test.split,
 	}
+	if d.cfg.matmul == "" {
+		t.MMAMin = mmaMinMACs
+		if d.cfg.test.emulateMMA == "" && !usesMMA(p, withMMA(t, Matmul3xTF32)) {
+			return t // nothing big enough: no need to probe
+		}
+	}
 	if m := d.Matmul(); m != MatmulFP32 {
 		t.MMA = m
 	}
@@ -283,6 +293,8 @@ func (d *Device) traits() traits {
 	}
 	return t
 }
+
+func withMMA(t traits, m string) traits { t.MMA = m; return t }
 
 // Close releases the queue and context. Executables of the device must be
 // closed first; using them afterwards fails.
@@ -371,9 +383,11 @@ var buildOptions = "-cl-std=CL1.2"
 func (d *Device) build(name, source string) (*cl.Program, error) {
 	key := cacheKey("tartan-opencl-1", source, d.info.Name, d.info.Vendor, d.info.DriverVersion, d.info.Version,
 		d.cand.Platform.Version, buildOptions)
+	start := time.Now()
 	if bin := d.cache.get(key); bin != nil {
 		if p, err := d.ctx.NewProgramFromBinary(d.cand.Device, bin); err == nil {
 			if err := p.Build(buildOptions); err == nil {
+				debugBuild(name, "from the binary cache", len(source), start)
 				return p, nil
 			}
 			p.Release()
@@ -388,10 +402,19 @@ func (d *Device) build(name, source string) (*cl.Program, error) {
 		p.Release()
 		return nil, buildFailure(name, source, d, err)
 	}
+	debugBuild(name, "compiled", len(source), start)
 	if bin, err := p.Binary(d.cand.Device); err == nil {
 		d.cache.put(key, bin) // best effort
 	}
 	return p, nil
+}
+
+// debugBuild prints how long a program took to build when TARTAN_DEBUG
+// lists "timing".
+func debugBuild(name, how string, size int, start time.Time) {
+	if debugOn("timing") {
+		fmt.Fprintf(os.Stderr, "opencl: program %q (%d bytes of source) %s in %.3f s\n", name, size, how, time.Since(start).Seconds())
+	}
 }
 
 // tensorCores reports, once per device, whether the tensor-core template can

@@ -45,7 +45,7 @@ func (d *Device) Load(p *kir.Program) (*Executable, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("opencl: %w", err)
 	}
-	tr := d.traits()
+	tr := d.traits(p)
 	e, err := d.load(p, tr)
 	var be *BuildError
 	if err != nil && tr.MMA != "" && !tr.EmulateMMA && errors.As(err, &be) {

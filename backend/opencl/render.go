@@ -33,6 +33,13 @@ type launchPlan struct {
 	// Fixed says the kernel was written for exactly Local work-items per
 	// group (reqd_work_group_size).
 	Fixed bool
+	// A kernel with one independent work-item per point and no barriers
+	// (loops and combining kernels with int indices) can share a launch
+	// with others: params is its parameter list, body its statements
+	// after the work-item index gid is set, and span where its __kernel
+	// text lies in the source being written.
+	params, body string
+	span         [2]int
 }
 
 // rendered is a whole program in OpenCL C with its launches in order.
@@ -58,6 +65,11 @@ type traits struct {
 	// instruction as portable code (for testing its data layout anywhere).
 	MMA        string
 	EmulateMMA bool
+	// NoMerge keeps every kernel in a launch of its own.
+	NoMerge bool
+	// MMAMin, when positive, keeps products of fewer multiply-adds off
+	// the tensor cores.
+	MMAMin int
 	// Force, for tests, overrides the strategy choice of every kernel that
 	// admits it: "loops" or "reduce". GEMMTile picks the gemm tiling and
 	// Split the number of reduction splits; either (or EmulateMMA) selects
@@ -112,7 +124,7 @@ func render(p *kir.Program, t traits) (*rendered, error) {
 			return nil, fmt.Errorf("opencl: program %q: kernel %d (%s): %w", p.Name, i, k.Name, err)
 		}
 	}
-	r.r.Source = r.out.String()
+	r.r.Source = r.mergeLaunches()
 	return &r.r, nil
 }
 
@@ -591,7 +603,6 @@ func (r *renderer) renderLoops(i int, k *kir.Kernel) error {
 	var w writer
 	w.ind = 1
 	total := k.Shape.Size()
-	w.line("const %s gid = (%s)get_global_id(0);", it, it)
 	w.line("if (gid >= %s) return;", intLiteral(total, wide))
 	outs := make([]int, len(k.Shape))
 	for d := range outs {
@@ -625,7 +636,19 @@ func (r *renderer) renderLoops(i int, k *kir.Kernel) error {
 	}
 	fn := kernelFn(i, k)
 	params, args := r.params(k.Out, reads, nil)
-	fmt.Fprintf(&r.out, "__kernel void %s(%s) {\n%s}\n", fn, params, w.b.String())
-	r.r.Launches = append(r.r.Launches, launchPlan{Fn: fn, Kernel: i, Strategy: "loops", Args: args, Global: total})
+	r.pointKernel(launchPlan{Fn: fn, Kernel: i, Strategy: "loops", Args: args, Global: total}, params, w.b.String(), wide)
 	return nil
+}
+
+// pointKernel writes a kernel whose work-item gid computes one point,
+// given its body after gid is set, and adds its launch.
+func (r *renderer) pointKernel(lp launchPlan, params, body string, wide bool) {
+	it := idxType(wide)
+	lp.span[0] = r.out.Len()
+	fmt.Fprintf(&r.out, "__kernel void %s(%s) {\n\tconst %s gid = (%s)get_global_id(0);\n%s}\n", lp.Fn, params, it, it, body)
+	lp.span[1] = r.out.Len()
+	if !wide {
+		lp.params, lp.body = params, body
+	}
+	r.r.Launches = append(r.r.Launches, lp)
 }

@@ -198,12 +198,31 @@ func usesMMA(p *kir.Program, t traits) bool {
 	if t.MMA == "" {
 		return false
 	}
+	r := &renderer{p: p, t: t}
 	for _, k := range p.Kernels {
-		if k.Body != nil && k.Body.DType == tile.Float32 && (k.Schedule.Strategy == "gemm" || deriveView(k) != nil) {
+		if k.Body == nil || k.Body.DType != tile.Float32 || k.Shape.Size() == 0 {
+			continue
+		}
+		if ch := r.chooseStrategy(k); ch.kind == "gemm" && r.mmaFor(ch.gemm, tile.Float32) {
 			return true
 		}
 	}
 	return false
+}
+
+// mmaMinMACs is the size, in multiply-adds with the batch included, from
+// which an f32 matrix product uses the tensor cores when the precision is
+// the device's default. Smaller products are bound by latency rather than
+// arithmetic, and the ordinary template builds in half the time.
+const mmaMinMACs = 1 << 27
+
+// mmaFor reports whether the product pl is rendered with the tensor-core
+// template.
+func (r *renderer) mmaFor(pl *gemmPlan, dt tile.DType) bool {
+	if dt != tile.Float32 || r.t.MMA == "" {
+		return false
+	}
+	return r.t.EmulateMMA || r.t.MMAMin == 0 || max(pl.B, 1)*pl.M*pl.N*pl.K >= r.t.MMAMin
 }
 
 // chooseGEMM picks the tiling for a plan on the device.
@@ -211,7 +230,7 @@ func (r *renderer) chooseGEMM(pl *gemmPlan, dt tile.DType) gemmConfig {
 	var c gemmConfig
 	big := pl.M >= 128 && pl.N >= 128
 	switch {
-	case dt == tile.Float32 && r.t.MMA != "":
+	case r.mmaFor(pl, dt):
 		c = gemmConfig{MMA: r.t.MMA, BM: 128, BN: 128, BK: 16, WM: 2, WN: 4}
 		if !big || r.t.GEMMTile == 64 {
 			c = gemmConfig{MMA: r.t.MMA, BM: 64, BN: 64, BK: 16, WM: 2, WN: 2}
@@ -506,7 +525,6 @@ func (r *renderer) renderGEMM(i int, k *kir.Kernel, pl *gemmPlan) error {
 	var w writer
 	w.ind = 1
 	total := pl.B * pl.M * pl.N
-	w.line("const int gid = get_global_id(0);")
 	w.line("if (gid >= %d) return;", total)
 	w.line("const int n = gid %% %d, m = (gid / %d) %% %d, bt = gid / %d;", pl.N, pl.N, pl.M, pl.M*pl.N)
 	w.line("%s acc = %s;", ct, literal(dt, 0))
@@ -515,8 +533,7 @@ func (r *renderer) renderGEMM(i int, k *kir.Kernel, pl *gemmPlan) error {
 	w.close("}")
 	w.line("%s_store(%s, bt, m, n, acc);", fn, g.callS)
 	cparams, cargs := r.params(k.Out, readsS, scratch)
-	fmt.Fprintf(&r.out, "__kernel void %s_combine(%s) {\n%s}\n", fn, cparams, w.b.String())
-	r.r.Launches = append(r.r.Launches, launchPlan{Fn: fn + "_combine", Kernel: i, Strategy: "gemm-combine", Args: cargs, Global: total})
+	r.pointKernel(launchPlan{Fn: fn + "_combine", Kernel: i, Strategy: "gemm-combine", Args: cargs, Global: total}, cparams, w.b.String(), false)
 	return nil
 }
 

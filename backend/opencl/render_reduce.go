@@ -164,7 +164,6 @@ func (r *renderer) renderCombine(i int, k *kir.Kernel, fn string, partial, flags
 	outs := k.Shape.Size()
 	var w writer
 	w.ind = 1
-	w.line("const %s gid = (%s)get_global_id(0);", it, it)
 	w.line("if (gid >= %s) return;", intLiteral(outs, wide))
 	outVars := make([]int, len(k.Shape))
 	for d := range outVars {
@@ -193,8 +192,7 @@ func (r *renderer) renderCombine(i int, k *kir.Kernel, fn string, partial, flags
 		scratch = append(scratch, scratchParam{flags, "uchar"})
 	}
 	params, args := r.params(k.Out, reads, scratch)
-	fmt.Fprintf(&r.out, "__kernel void %s(%s) {\n%s}\n", fn, params, w.b.String())
-	r.r.Launches = append(r.r.Launches, launchPlan{Fn: fn, Kernel: i, Strategy: "reduce-combine", Args: args, Global: outs})
+	r.pointKernel(launchPlan{Fn: fn, Kernel: i, Strategy: "reduce-combine", Args: args, Global: outs}, params, w.b.String(), wide)
 	return nil
 }
 
