@@ -235,12 +235,17 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 		}
 		order := epochOrder(n, m.seed, epoch, s.shuffle)
 		watch := bar.live || hasProgressCallback(cbs)
+		times := &m.st.times
+		times.on = debugTiming()
 		for step := 0; step < steps; step++ {
 			idx := order[step*s.batch : min((step+1)*s.batch, n)]
 			nb := len(idx)
+			t := time.Now()
 			if err := train.Read(idx, x[:nb*in], y[:nb*tgt]); err != nil {
 				return hist, fmt.Errorf("nn: Fit: reading training batch %d: %w", step, err)
 			}
+			t = times.since(&times.read, t)
+			times.steps++
 			p, err := m.program(progKey{trainProg, nb})
 			if err != nil {
 				return hist, err
@@ -249,10 +254,12 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 				return hist, fmt.Errorf("nn: Fit: epoch %d, step %d: %w", epoch+1, step+1, err)
 			}
 			if watch && step+1 < steps && bar.due() {
+				t := time.Now()
 				logs, err := m.readLogs("train", "")
 				if err != nil {
 					return hist, err
 				}
+				times.since(&times.logs, t)
 				for _, cb := range cbs {
 					if pc, ok := cb.(ProgressCallback); ok {
 						if err := pc.OnProgress(m, epoch, step+1, logs); err != nil {
@@ -270,6 +277,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 		if err != nil {
 			return hist, err
 		}
+		times.print(os.Stderr, epoch, time.Since(start))
 		if val != nil {
 			vl, err := m.evaluate(val, s.batch, "val_", nil)
 			if err != nil {

@@ -23,6 +23,7 @@ import (
 type store struct {
 	vars  map[string]*hostVar
 	clock int
+	times hostTimes // where Fit's host time goes, under TARTAN_DEBUG=timing
 }
 
 // hostVar is one variable: its host copy and where its latest version is.
@@ -219,6 +220,7 @@ func (s *store) ran(p *program) {
 // an unknown state on the device; the host keeps their last known values,
 // and the program is not used again.
 func (s *store) run(p *program, inputs map[string]any) error {
+	t := time.Now()
 	if err := s.prepare(p); err != nil {
 		return err
 	}
@@ -227,6 +229,8 @@ func (s *store) run(p *program, inputs map[string]any) error {
 			return fmt.Errorf("nn: binding input %q of %q: %w", name, p.g.Name(), err)
 		}
 	}
+	t = s.times.since(&s.times.bind, t)
+	defer s.times.since(&s.times.launch, t)
 	if err := p.exe.Run(); err != nil {
 		p.broken = fmt.Errorf("nn: running %q failed earlier: %w", p.g.Name(), err)
 		return fmt.Errorf("nn: running %q: %w", p.g.Name(), err)

@@ -195,15 +195,15 @@ func measureCNN(c opencl.Candidate, batch, steps int) (res cnnResult) {
 		res.Top = append(res.Top, kernelProfile{Fn: l.Fn, Strategy: l.Strategy, Source: l.Source, Ms: l.Seconds * 1e3})
 	}
 	sort.Slice(res.Top, func(i, j int) bool { return res.Top[i].Ms > res.Top[j].Ms })
-	if len(res.Top) > 12 {
-		res.Top = res.Top[:12]
-	}
 	for _, k := range res.Top {
 		src := k.Source
 		if len(src) > 70 {
 			src = src[:70] + "…"
 		}
 		fmt.Fprintf(os.Stderr, "  %7.3f ms  %-28s %-40s %s\n", k.Ms, k.Fn, k.Strategy, src)
+	}
+	if len(res.Top) > 12 {
+		res.Top = res.Top[:12]
 	}
 	return res
 }

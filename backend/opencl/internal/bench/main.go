@@ -52,6 +52,10 @@ func main() {
 	list := flag.Bool("list", false, "print the device listing and setup recommendation first")
 	cnn := flag.Int("cnn", 0, "also measure the showcase CNN training step at this batch size (0: no)")
 	steps := flag.Int("steps", 50, "timed CNN training steps")
+	buildprof := flag.String("buildprof", "", "only time building this OpenCL C file, whole and kernel by kernel")
+	options := flag.String("options", "-cl-std=CL1.2", "build options for -buildprof")
+	par := flag.Int("par", 0, "with -buildprof: also build the kernels in this many concurrent builds")
+	shard := flag.String("shard", "", "with -buildprof: build only shard i/n of the kernels, as one program")
 	flag.Parse()
 	if *list {
 		l := device.List()
@@ -69,6 +73,12 @@ func main() {
 			c = x
 			break
 		}
+	}
+	if *buildprof != "" {
+		if err := buildProfile(c, *buildprof, *options, *par, *shard); err != nil {
+			fail(err)
+		}
+		return
 	}
 	out := map[string]any{"device": c.Info(), "n": *n, "runs": *runs}
 	r := rand.New(rand.NewPCG(1, 2))
