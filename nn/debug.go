@@ -41,7 +41,7 @@ func (h *hostTimes) print(w io.Writer, epoch int, total time.Duration) {
 		return
 	}
 	per := func(d time.Duration) float64 { return d.Seconds() * 1e6 / float64(h.steps) }
-	fmt.Fprintf(w, "nn: epoch %d host time per step (µs): read batch %.1f, bind inputs %.1f, launch %.1f, metrics %.1f; wall %.1f\n",
+	fmt.Fprintf(w, "nn: epoch %d host time per step (µs): waiting for the batch %.1f, bind inputs %.1f, launch %.1f, metrics %.1f; wall %.1f\n",
 		epoch+1, per(h.read), per(h.bind), per(h.launch), per(h.logs), per(total))
 	*h = hostTimes{on: h.on}
 }

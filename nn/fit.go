@@ -214,8 +214,16 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	}
 	in := tile.Shape(m.inputs[0].shape).Size()
 	tgt := m.comp.target.Size()
-	x := make([]float32, s.batch*in)
-	y := make([]float32, s.batch*tgt)
+	bufs := make([]*batch, 2)
+	for i := range bufs {
+		bufs[i] = &batch{x: make([]float32, s.batch*in), y: make([]float32, s.batch*tgt)}
+	}
+	var pf *prefetcher
+	defer func() {
+		if pf != nil {
+			pf.stop()
+		}
+	}()
 	steps := (n + s.batch - 1) / s.batch
 	var last Logs
 	for epoch := s.initialEpoch; epoch < s.epochs && !m.stop; epoch++ {
@@ -237,22 +245,24 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 		watch := bar.live || hasProgressCallback(cbs)
 		times := &m.st.times
 		times.on = debugTiming()
+		pf = startPrefetch(train, order, s.batch, in, tgt, bufs)
 		for step := 0; step < steps; step++ {
-			idx := order[step*s.batch : min((step+1)*s.batch, n)]
-			nb := len(idx)
 			t := time.Now()
-			if err := train.Read(idx, x[:nb*in], y[:nb*tgt]); err != nil {
-				return hist, fmt.Errorf("nn: Fit: reading training batch %d: %w", step, err)
+			b := pf.next()
+			if b.err != nil {
+				return hist, fmt.Errorf("nn: Fit: reading training batch %d: %w", step, b.err)
 			}
-			t = times.since(&times.read, t)
+			times.since(&times.read, t)
 			times.steps++
+			nb := b.n
 			p, err := m.program(progKey{trainProg, nb})
 			if err != nil {
 				return hist, err
 			}
-			if err := m.st.run(p, map[string]any{"x": x[:nb*in], "y": y[:nb*tgt]}); err != nil {
+			if err := m.st.run(p, map[string]any{"x": b.x[:nb*in], "y": b.y[:nb*tgt]}); err != nil {
 				return hist, fmt.Errorf("nn: Fit: epoch %d, step %d: %w", epoch+1, step+1, err)
 			}
+			pf.release(b)
 			if watch && step+1 < steps && bar.due() {
 				t := time.Now()
 				logs, err := m.readLogs("train", "")
@@ -273,6 +283,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 				}
 			}
 		}
+		pf.stop()
 		logs, err := m.readLogs("train", "")
 		if err != nil {
 			return hist, err

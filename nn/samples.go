@@ -23,7 +23,9 @@ type Samples interface {
 	TargetShape() []int
 	// Read writes samples idx, in that order, into x (when not nil) and
 	// their targets into y (when not nil). x holds len(idx) inputs back to
-	// back, y len(idx) targets.
+	// back, y len(idx) targets. Fit calls Read from a goroutine of its
+	// own, one call at a time, reading the next batch while the current
+	// one trains.
 	Read(idx []int, x, y []float32) error
 }
 

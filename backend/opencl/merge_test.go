@@ -38,22 +38,40 @@ func TestMergedLaunchesKeepDependencies(t *testing.T) {
 		if len(merged.Launches) >= len(plain.Launches) {
 			t.Errorf("gpu=%v: merging left %d launches of %d", gpu, len(merged.Launches), len(plain.Launches))
 		}
-		pos := map[string]int{}
+		// pos is the launch and stage of every plain launch.
+		pos := map[string][2]int{}
+		chains := 0
 		for i, l := range merged.Launches {
-			names := []string{l.Fn}
-			if rest, ok := strings.CutPrefix(l.Strategy, "merged "); ok {
-				names = strings.Split(rest, "+")
-				if !strings.Contains(merged.Source, "__kernel void "+l.Fn+"(") {
+			stages := [][]string{{l.Fn}}
+			kind, rest, _ := strings.Cut(l.Strategy, " ")
+			if kind == "merged" || kind == "chain" {
+				stages = nil
+				for _, st := range strings.Split(rest, "|") {
+					stages = append(stages, strings.Split(st, "+"))
+				}
+				if !strings.Contains(merged.Source, "void "+l.Fn+"(") {
 					t.Errorf("merged kernel %s missing from the source", l.Fn)
 				}
 			}
-			for _, n := range names {
-				if _, dup := pos[n]; dup {
-					t.Errorf("%s launched twice", n)
+			if kind == "chain" {
+				chains++
+				if !l.Fixed || l.Global != l.Local {
+					t.Errorf("chain %s is not one fixed work-group: %+v", l.Fn, l)
 				}
-				pos[n] = i
+			}
+			for si, st := range stages {
+				for _, n := range st {
+					if _, dup := pos[n]; dup {
+						t.Errorf("%s launched twice", n)
+					}
+					pos[n] = [2]int{i, si}
+				}
 			}
 		}
+		if gpu && chains == 0 {
+			t.Errorf("no chain of small kernels formed")
+		}
+		before := func(a, b [2]int) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }
 		type use struct {
 			res   int
 			write bool
@@ -83,8 +101,8 @@ func TestMergedLaunchesKeepDependencies(t *testing.T) {
 						conflict = conflict || x.res == y.res && (x.write || y.write)
 					}
 				}
-				if conflict && pa >= pos[b.Fn] {
-					t.Errorf("gpu=%v: %s (launch %d) must run before %s (launch %d)", gpu, a.Fn, pa, b.Fn, pos[b.Fn])
+				if conflict && !before(pa, pos[b.Fn]) {
+					t.Errorf("gpu=%v: %s (launch, stage %v) must run before %s (%v)", gpu, a.Fn, pa, b.Fn, pos[b.Fn])
 				}
 			}
 		}

@@ -27,6 +27,13 @@ import (
 // 1024 bytes of kernel parameters every OpenCL device accepts.
 const maxMergedArgs = 64
 
+// chainMax is the most work-items of a point kernel that may join a
+// chain: dependent point kernels run one after another by a single
+// work-group of chainGroup work-items, separated by barriers, so that a
+// sequence of tiny kernels (a loss and its gradient on a batch of labels)
+// is one launch.
+const chainMax, chainGroup = 4096, 256
+
 // mergeAlign is the work-item alignment of each part of a merged launch,
 // so that no warp or wavefront of a common size straddles two parts.
 const mergeAlign = 64
@@ -83,8 +90,7 @@ func (r *renderer) mergeLaunches() string {
 		}
 	}
 	done := make([]bool, len(ls))
-	var groups [][]int
-	for left := len(ls); left > 0; {
+	readySet := func() []int {
 		var ready []int
 		for i := range ls {
 			if done[i] {
@@ -101,38 +107,72 @@ func (r *renderer) mergeLaunches() string {
 				ready = append(ready, i)
 			}
 		}
-		var group []int
+		return ready
+	}
+	small := func(i int) bool { return ls[i].body != "" && ls[i].Global <= chainMax }
+	chains := r.t.MaxWorkGroup >= chainGroup
+	// take adds to stage the launches of ready that fit beside args.
+	take := func(ready []int, args map[argRef]bool, fits func(int) bool) (stage []int) {
+		size := 0
+		for _, i := range ready {
+			if !fits(i) {
+				continue
+			}
+			n := 0
+			for _, a := range ls[i].Args {
+				if !args[a] {
+					n++
+				}
+			}
+			size += ceilDiv(ls[i].Global, mergeAlign) * mergeAlign
+			if len(stage) > 0 && (len(args)+n > maxMergedArgs || size >= 1<<30) || len(args) > 0 && len(args)+n > maxMergedArgs {
+				break
+			}
+			for _, a := range ls[i].Args {
+				args[a] = true
+			}
+			stage = append(stage, i)
+		}
+		return stage
+	}
+	var groups []mergeGroup
+	for left := len(ls); left > 0; {
+		ready := readySet()
+		var g mergeGroup
 		for _, i := range ready {
 			if ls[i].body == "" {
-				group = []int{i}
+				g.stages = [][]int{{i}}
 				break
 			}
 		}
-		if group == nil {
+		if g.stages == nil {
 			args := map[argRef]bool{}
-			size := 0
+			allSmall := chains
 			for _, i := range ready {
-				n := 0
-				for _, a := range ls[i].Args {
-					if !args[a] {
-						n++
-					}
+				allSmall = allSmall && small(i)
+			}
+			g.stages = [][]int{take(ready, args, func(int) bool { return true })}
+			for allSmall {
+				// A chain: while small point kernels become ready, run
+				// them as further stages of the same launch.
+				for _, i := range g.stages[len(g.stages)-1] {
+					done[i] = true
 				}
-				size += ceilDiv(ls[i].Global, mergeAlign) * mergeAlign
-				if len(group) > 0 && (len(args)+n > maxMergedArgs || size >= 1<<30) {
+				next := take(readySet(), args, small)
+				if len(next) == 0 {
 					break
 				}
-				for _, a := range ls[i].Args {
-					args[a] = true
-				}
-				group = append(group, i)
+				g.stages = append(g.stages, next)
+				g.chain = true
 			}
 		}
-		for _, i := range group {
-			done[i] = true
+		for _, st := range g.stages {
+			for _, i := range st {
+				done[i] = true
+				left--
+			}
 		}
-		left -= len(group)
-		groups = append(groups, group)
+		groups = append(groups, g)
 	}
 	if len(groups) == len(ls) {
 		return src // nothing merged; keep the program order
@@ -142,9 +182,11 @@ func (r *renderer) mergeLaunches() string {
 	// then add their inline forms and the merged kernels.
 	var spans [][2]int
 	for _, g := range groups {
-		if len(g) > 1 {
-			for _, i := range g {
-				spans = append(spans, ls[i].span)
+		if g.size() > 1 {
+			for _, st := range g.stages {
+				for _, i := range st {
+					spans = append(spans, ls[i].span)
+				}
 			}
 		}
 	}
@@ -158,8 +200,8 @@ func (r *renderer) mergeLaunches() string {
 	out.WriteString(src[at:])
 	var launches []launchPlan
 	for _, g := range groups {
-		if len(g) == 1 {
-			launches = append(launches, ls[g[0]])
+		if g.size() == 1 {
+			launches = append(launches, ls[g.stages[0][0]])
 			continue
 		}
 		launches = append(launches, r.writeMerged(&out, len(launches), g))
@@ -168,49 +210,85 @@ func (r *renderer) mergeLaunches() string {
 	return out.String()
 }
 
-// writeMerged writes the inline forms of the point kernels g and the
-// kernel that runs them side by side, and returns its launch.
-func (r *renderer) writeMerged(out *strings.Builder, index int, g []int) launchPlan {
+// mergeGroup is a set of launches that become one: the stages of a chain
+// run one after another within one work-group; a single stage runs its
+// kernels side by side over the work-items.
+type mergeGroup struct {
+	stages [][]int
+	chain  bool
+}
+
+func (g mergeGroup) size() int {
+	n := 0
+	for _, st := range g.stages {
+		n += len(st)
+	}
+	return n
+}
+
+// writeMerged writes the inline forms of the point kernels of g and the
+// kernel that runs them, and returns its launch.
+func (r *renderer) writeMerged(out *strings.Builder, index int, g mergeGroup) launchPlan {
 	ls := r.r.Launches
-	fn := fmt.Sprintf("g%d_merged%d", index, len(g))
+	kind := "merged"
+	if g.chain {
+		kind = "chain"
+	}
+	fn := fmt.Sprintf("g%d_%s%d", index, kind, g.size())
 	type param struct {
 		decl  string
 		write bool
 	}
 	params := map[argRef]*param{}
 	var order []argRef
-	var calls strings.Builder
-	var names []string
+	var body strings.Builder
+	var stageNames []string
 	start := 0
-	for _, i := range g {
-		lp := ls[i]
-		names = append(names, lp.Fn)
-		fmt.Fprintf(out, "inline void %s_at(%s, const int gid) {\n%s}\n", lp.Fn, lp.params, lp.body)
-		decls := strings.Split(lp.params, ", ")
-		var args []string
-		for j, a := range lp.Args {
-			name := argName(a)
-			args = append(args, name)
-			if params[a] == nil {
-				params[a] = &param{decl: decls[j]}
-				order = append(order, a)
-			}
-			if !strings.Contains(decls[j], "const ") {
-				params[a].write = true
-				params[a].decl = decls[j]
-			}
+	for si, st := range g.stages {
+		if si > 0 {
+			body.WriteString("\tbarrier(CLK_GLOBAL_MEM_FENCE);\n")
 		}
-		end := start + ceilDiv(lp.Global, mergeAlign)*mergeAlign
-		fmt.Fprintf(&calls, "\tif (w < %d) { %s_at(%s, w - %d); return; }\n", end, lp.Fn, strings.Join(args, ", "), start)
-		start = end
+		var names []string
+		for _, i := range st {
+			lp := ls[i]
+			names = append(names, lp.Fn)
+			fmt.Fprintf(out, "inline void %s_at(%s, const int gid) {\n%s}\n", lp.Fn, lp.params, lp.body)
+			decls := strings.Split(lp.params, ", ")
+			var args []string
+			for j, a := range lp.Args {
+				args = append(args, argName(a))
+				if params[a] == nil {
+					params[a] = &param{decl: decls[j]}
+					order = append(order, a)
+				}
+				if !strings.Contains(decls[j], "const ") {
+					params[a].write = true
+					params[a].decl = decls[j]
+				}
+			}
+			if g.chain {
+				fmt.Fprintf(&body, "\tfor (int i = w; i < %d; i += %d) %s_at(%s, i);\n", lp.Global, chainGroup, lp.Fn, strings.Join(args, ", "))
+				continue
+			}
+			end := start + ceilDiv(lp.Global, mergeAlign)*mergeAlign
+			fmt.Fprintf(&body, "\tif (w < %d) { %s_at(%s, w - %d); return; }\n", end, lp.Fn, strings.Join(args, ", "), start)
+			start = end
+		}
+		stageNames = append(stageNames, strings.Join(names, "+"))
 	}
 	var decls []string
 	for _, a := range order {
 		decls = append(decls, strings.Replace(params[a].decl, "restrict ", "", 1))
 	}
-	fmt.Fprintf(out, "// %s runs %s\n__kernel void %s(%s) {\n\tconst int w = (int)get_global_id(0);\n%s}\n",
-		fn, strings.Join(names, ", "), fn, strings.Join(decls, ", "), calls.String())
-	return launchPlan{Fn: fn, Kernel: ls[g[0]].Kernel, Strategy: "merged " + strings.Join(names, "+"), Args: order, Global: start}
+	lp := launchPlan{Fn: fn, Kernel: ls[g.stages[0][0]].Kernel, Strategy: kind + " " + strings.Join(stageNames, "|"), Args: order, Global: start}
+	attr, id := "", "get_global_id(0)"
+	if g.chain {
+		attr, id = fmt.Sprintf("__attribute__((reqd_work_group_size(%d, 1, 1))) ", chainGroup), "get_local_id(0)"
+		lp.Global, lp.Local, lp.Fixed = chainGroup, chainGroup, true
+	}
+	fmt.Fprintf(out, "// %s: %s\n__kernel %svoid %s(%s) {\n\tconst int w = (int)%s;\n%s}\n",
+		fn, lp.Strategy, attr, fn, strings.Join(decls, ", "), id, body.String())
+	return lp
 }
 
 // argName is the parameter name of a launch argument.

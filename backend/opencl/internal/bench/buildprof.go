@@ -193,12 +193,15 @@ func buildProfile(c opencl.Candidate, path, options string, par int, shard strin
 			go func() {
 				defer wg.Done()
 				for k := range next {
-					build(pre + k)
+					build(k)
 				}
 			}()
 		}
+		// A comment unique to this run keeps the driver from reusing the
+		// builds above.
+		nonce := fmt.Sprintf("// run %d\n", time.Now().UnixNano())
 		for _, k := range kernels {
-			next <- k
+			next <- nonce + pre + k
 		}
 		close(next)
 		wg.Wait()
