@@ -116,6 +116,8 @@ func TestShowcaseProfile(t *testing.T) {
 		case *gemmKernel:
 			kind = [...]string{"gemm-direct", "gemm-rows", "gemm-splitK"}[kr.mode]
 			kind += tile.Shape{kr.nb, kr.nr, kr.nc, kr.nk}.String()
+		case *windowKernel:
+			kind = [...]string{"window-reduce", "window-first", "window-route"}[kr.form]
 		case *loopsKernel:
 			if kr.redVec {
 				kind = "loops-redvec"

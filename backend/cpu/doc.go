@@ -26,8 +26,11 @@
 //     operands to package gemm directly and packs the others (pack.go:
 //     im2col with incremental offsets and merged copies), applying the
 //     Epilogue to the output rows while they are in cache (epilogue.go);
-//     every other kernel goes to loops.go, which compiles its expressions
-//     once into chunk programs (prog.go, eval.go, apply.go).
+//     the kernels of max pooling over a channel-innermost layout (forward
+//     maximum, first-maximum positions, gradient routing) go to window.go,
+//     which reads channel rows in place and runs one fused vector loop per
+//     row; every other kernel goes to loops.go, which compiles its
+//     expressions once into chunk programs (prog.go, eval.go, apply.go).
 //
 // A chunk program processes up to 1024 lanes per instruction: a run along
 // one loop, or several such rows (consecutive output points, or consecutive

@@ -498,6 +498,15 @@ func execLoadRows(fr *frame, in *instr, s0, n int) {
 			return
 		}
 	}
+	if in.lane == laneF && lp.invariant && lp.class == loadDirect {
+		// Every row is the first: load it once and double it.
+		d := fr.outF(in.dst, m)
+		gatherToF32(d[:n], buf, lp.flat.c+st*s0, st)
+		for k := n; k < m; k *= 2 {
+			copy(d[k:m], d[:k])
+		}
+		return
+	}
 	if in.lane == laneF {
 		d := fr.outF(in.dst, m)
 		fv := float32(lp.fill)
@@ -541,6 +550,8 @@ func execLoadRows(fr *frame, in *instr, s0, n int) {
 // boolsToF32 converts booleans to 0 or 1 without branches: a Go bool is one
 // byte holding 0 or 1.
 func boolsToF32(d []float32, src []bool) {
+	k := simdBoolsToF32(d, src)
+	d, src = d[k:], src[k:]
 	b := unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(src))), len(src))
 	b = b[:len(d)]
 	for i, x := range b {

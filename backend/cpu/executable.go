@@ -97,10 +97,14 @@ func load(d *Device, p *kir.Program) (*Executable, error) {
 }
 
 // newKernel builds the executor of one kernel: the matrix-product executor
-// when the kernel is one (as scheduled, or as recognised here), else the
-// generic loops executor.
+// when the kernel is one (as scheduled, or as recognised here), the window
+// executor for the pooling kernels it recognises, else the generic loops
+// executor.
 func newKernel(p *kir.Program, k *kir.Kernel, r *regs) (kernelRunner, error) {
 	k = rewriteKernel(p, k)
+	if w, ok := newWindowKernel(p, k); ok {
+		return w, nil
+	}
 	if k.Schedule.Strategy != "gemm" || k.Schedule.GEMM == nil {
 		if v := inferGEMM(p, k); v != nil {
 			kk := *k

@@ -903,7 +903,10 @@ func storeOperand(fr *frame, b *buffer, off, st int, r operand, n, at int) {
 		if b.b != nil {
 			if st == 1 {
 				// Booleans in float32 lanes are 0 or 1; bit 29 is set for 1.
-				d := unsafe.Slice((*uint8)(unsafe.Pointer(&b.b[off])), n)
+				k := simdF32ToBools(b.b[off:off+n], v)
+				v = v[k:]
+				rest := b.b[off+k : off+n]
+				d := unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(rest))), len(rest))
 				for i, x := range v {
 					d[i] = uint8(math.Float32bits(x) >> 29 & 1)
 				}

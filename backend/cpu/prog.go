@@ -99,6 +99,9 @@ type loadPlan struct {
 	// axisExt is the extent of the axis.
 	rowMajor bool
 	axisExt  int
+	// invariant: a direct load whose offset depends on no loop but the
+	// axis, the same row for every row of a chunk (a bias along channels).
+	invariant bool
 }
 
 // constReg is a register holding one constant in every lane.
@@ -531,6 +534,7 @@ func (b *builder) loadIn(e *kir.Expr, l lane) operand {
 	case loadDirect:
 		lp.flat = b.s.lin(&info.flat).forAxis(b.axis)
 		lp.rowMajor, lp.axisExt = b.rowMajor(lp.flat), b.s.ext[b.axis]
+		lp.invariant = len(lp.flat.terms) == 0 && len(lp.flat.tabs) == 0 && len(lp.flat.extra) == 0
 	case loadChecked:
 		lp.flat = b.s.lin(&info.flat).forAxis(b.axis)
 		lp.dims = make([]axisLin, len(info.dims))

@@ -214,3 +214,123 @@ func simdMaskZeroF32(mask []bool, v []float32) int {
 	maskZeroF32x8(&mask[0], &v[0], n)
 	return n
 }
+
+func reluF32x8(d, v *float32, n int)
+
+func reluMaxF32x8(acc, v *float32, n int)
+
+func reluMinF32x8(acc, v *float32, n int)
+
+func firstF32x8(d, v, ext *float32, n int, p float32)
+
+func firstReluF32x8(d, v, ext *float32, n int, p float32)
+
+func infToZeroF32x8(d *float32, n int)
+
+func routeF32x8(d, first, cot *float32, n int, p float32)
+
+func routeActF32x8(d, act, first, cot *float32, n int, p float32)
+
+// simdRelu sets d[i] to v[i] if v[i] > 0 else 0 for a prefix of d and
+// returns its length.
+func simdRelu(d, v []float32) int {
+	n := len(d) &^ 7
+	if !useSIMD || n == 0 {
+		return 0
+	}
+	v = v[:n]
+	reluF32x8(&d[0], &v[0], n)
+	return n
+}
+
+// simdReluAgg aggregates the ReLU of v into acc by maximum or minimum, acc
+// holding ReLU values, for a prefix of acc and returns its length.
+func simdReluAgg(a tile.Agg, acc, v []float32) int {
+	n := len(acc) &^ 7
+	if !useSIMD || n == 0 {
+		return 0
+	}
+	v = v[:n]
+	switch a {
+	case tile.Max:
+		reluMaxF32x8(&acc[0], &v[0], n)
+	case tile.Min:
+		reluMinF32x8(&acc[0], &v[0], n)
+	default:
+		return 0
+	}
+	return n
+}
+
+// simdFirst sets d[i] to min(d[i], p) where V(v[i]) == ext[i], V being the
+// ReLU or the identity, for a prefix of d and returns its length. p and d
+// must never be NaN or zero.
+func simdFirst(d, v, ext []float32, p float32, relu bool) int {
+	n := len(d) &^ 7
+	if !useSIMD || n == 0 {
+		return 0
+	}
+	v, ext = v[:n], ext[:n]
+	if relu {
+		firstReluF32x8(&d[0], &v[0], &ext[0], n, p)
+	} else {
+		firstF32x8(&d[0], &v[0], &ext[0], n, p)
+	}
+	return n
+}
+
+// simdInfToZero sets the +Inf elements of a prefix of d to 0 and returns
+// its length.
+func simdInfToZero(d []float32) int {
+	n := len(d) &^ 7
+	if !useSIMD || n == 0 {
+		return 0
+	}
+	infToZeroF32x8(&d[0], n)
+	return n
+}
+
+// simdRoute sets d[i] to cot[i] where first[i] == p (and act[i] > 0, when
+// act is not nil), else to 0, for a prefix of d and returns its length.
+func simdRoute(d, act, first, cot []float32, p float32) int {
+	n := len(d) &^ 7
+	if !useSIMD || n == 0 {
+		return 0
+	}
+	first, cot = first[:n], cot[:n]
+	if act != nil {
+		act = act[:n]
+		routeActF32x8(&d[0], &act[0], &first[0], &cot[0], n, p)
+	} else {
+		routeF32x8(&d[0], &first[0], &cot[0], n, p)
+	}
+	return n
+}
+
+func boolsToF32x8(d *float32, src *bool, n int)
+
+func f32ToBoolsx8(d *bool, v *float32, n int)
+
+// simdBoolsToF32 converts a prefix of src to 0 or 1 in d and returns its
+// length.
+func simdBoolsToF32(d []float32, src []bool) int {
+	n := len(d) &^ 7
+	if !useSIMD || n == 0 {
+		return 0
+	}
+	src = src[:n]
+	boolsToF32x8(&d[0], &src[0], n)
+	return n
+}
+
+// simdF32ToBools stores a prefix of the boolean lanes v (0 or 1) as
+// booleans in d and returns its length.
+func simdF32ToBools(d []bool, v []float32) int {
+	n := len(d) &^ 7
+	if !useSIMD || n == 0 {
+		return 0
+	}
+	v = v[:n]
+	f32ToBoolsx8(&d[0], &v[0], n)
+	return n
+}

@@ -465,3 +465,213 @@ loop8:
 done:
 	VZEROUPPER
 	RET
+
+// Window kernels (window.go). Every function processes n elements, n a
+// multiple of 8.
+
+// func reluF32x8(d, v *float32, n int): d[i] = v[i] if v[i] > 0 else +0 (NaN
+// gives +0).
+TEXT ·reluF32x8(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y7, Y7, Y7
+loop8:
+	CMPQ CX, $8
+	JLT done
+	VMOVUPS (SI), Y0
+	VCMPPS $0x1e, Y7, Y0, Y1
+	VANDPS Y0, Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP loop8
+done:
+	VZEROUPPER
+	RET
+
+// RELUAGG defines func NAME(acc, v *float32, n int): acc[i] = acc[i] OP
+// relu(v[i]). Both sides are never NaN and never -0 (acc holds earlier
+// ReLU values), so VMAXPS and VMINPS give Go's result.
+#define RELUAGG(NAME, MAXMIN) \
+TEXT NAME(SB), NOSPLIT, $0-24; \
+	MOVQ acc+0(FP), DI; \
+	MOVQ v+8(FP), SI; \
+	MOVQ n+16(FP), CX; \
+	VXORPS Y7, Y7, Y7; \
+loop8: \
+	CMPQ CX, $8; \
+	JLT done; \
+	VMOVUPS (SI), Y0; \
+	VCMPPS $0x1e, Y7, Y0, Y1; \
+	VANDPS Y0, Y1, Y1; \
+	VMOVUPS (DI), Y2; \
+	MAXMIN Y1, Y2, Y2; \
+	VMOVUPS Y2, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP loop8; \
+done: \
+	VZEROUPPER; \
+	RET
+
+RELUAGG(·reluMaxF32x8, VMAXPS)
+RELUAGG(·reluMinF32x8, VMINPS)
+
+// FIRST defines func NAME(d, v, ext *float32, n int, p float32): where
+// V(v[i]) == ext[i] (ordered: never for NaN), d[i] = min(d[i], p). The
+// caller guarantees that p and d are never NaN or zero, so VMINPS gives
+// Go's result.
+#define FIRST(NAME, VALUE) \
+TEXT NAME(SB), NOSPLIT, $0-36; \
+	MOVQ d+0(FP), DI; \
+	MOVQ v+8(FP), SI; \
+	MOVQ ext+16(FP), DX; \
+	MOVQ n+24(FP), CX; \
+	VBROADCASTSS p+32(FP), Y6; \
+	VXORPS Y7, Y7, Y7; \
+loop8: \
+	CMPQ CX, $8; \
+	JLT done; \
+	VMOVUPS (SI), Y0; \
+	VALUE; \
+	VCMPPS $0x00, (DX), Y0, Y2; \
+	VMOVUPS (DI), Y3; \
+	VMINPS Y6, Y3, Y4; \
+	VBLENDVPS Y2, Y4, Y3, Y3; \
+	VMOVUPS Y3, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DX; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP loop8; \
+done: \
+	VZEROUPPER; \
+	RET
+
+#define PLAIN NOP
+#define RELU VCMPPS $0x1e, Y7, Y0, Y1; VANDPS Y0, Y1, Y0
+
+FIRST(·firstF32x8, PLAIN)
+FIRST(·firstReluF32x8, RELU)
+
+// func infToZeroF32x8(d *float32, n int): d[i] = 0 where d[i] is +Inf.
+TEXT ·infToZeroF32x8(SB), NOSPLIT, $0-16
+	MOVQ d+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVL $0x7f800000, AX
+	MOVL AX, X7
+	VBROADCASTSS X7, Y7
+loop8:
+	CMPQ CX, $8
+	JLT done
+	VMOVUPS (DI), Y0
+	VCMPPS $0x00, Y7, Y0, Y1
+	VANDNPS Y0, Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP loop8
+done:
+	VZEROUPPER
+	RET
+
+// func routeF32x8(d, first, cot *float32, n int, p float32): d[i] = cot[i]
+// if first[i] == p else +0.
+TEXT ·routeF32x8(SB), NOSPLIT, $0-36
+	MOVQ d+0(FP), DI
+	MOVQ first+8(FP), SI
+	MOVQ cot+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS p+32(FP), Y6
+loop8:
+	CMPQ CX, $8
+	JLT done
+	VCMPPS $0x00, (SI), Y6, Y0
+	VANDPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP loop8
+done:
+	VZEROUPPER
+	RET
+
+// func routeActF32x8(d, act, first, cot *float32, n int, p float32): d[i] =
+// cot[i] if act[i] > 0 and first[i] == p else +0.
+TEXT ·routeActF32x8(SB), NOSPLIT, $0-44
+	MOVQ d+0(FP), DI
+	MOVQ act+8(FP), R8
+	MOVQ first+16(FP), SI
+	MOVQ cot+24(FP), DX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS p+40(FP), Y6
+	VXORPS Y7, Y7, Y7
+loop8:
+	CMPQ CX, $8
+	JLT done
+	VMOVUPS (R8), Y1
+	VCMPPS $0x1e, Y7, Y1, Y1
+	VCMPPS $0x00, (SI), Y6, Y0
+	VANDPS Y1, Y0, Y0
+	VANDPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, R8
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP loop8
+done:
+	VZEROUPPER
+	RET
+
+// func boolsToF32x8(d *float32, src *bool, n int): d[i] = 1 if src[i] else
+// 0, a Go bool being a byte holding 0 or 1.
+TEXT ·boolsToF32x8(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+loop8:
+	CMPQ CX, $8
+	JLT done
+	VPMOVZXBD (SI), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP loop8
+done:
+	VZEROUPPER
+	RET
+
+// func f32ToBoolsx8(d *bool, v *float32, n int): d[i] = bit 29 of v[i], 1
+// for a boolean lane holding 1.0 and 0 for 0.
+TEXT ·f32ToBoolsx8(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ n+16(FP), CX
+	VPCMPEQD Y7, Y7, Y7
+	VPSRLD $31, Y7, Y7
+loop8:
+	CMPQ CX, $8
+	JLT done
+	VMOVDQU (SI), Y0
+	VPSRLD $29, Y0, Y0
+	VPAND Y7, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPACKUSDW X1, X0, X0
+	VPACKUSWB X0, X0, X0
+	MOVQ X0, (DI)
+	ADDQ $32, SI
+	ADDQ $8, DI
+	SUBQ $8, CX
+	JMP loop8
+done:
+	VZEROUPPER
+	RET

@@ -21,3 +21,17 @@ func simdAggregateF32(tile.Agg, []float32, []float32) int { return 0 }
 func simdMaskAggregateF32(tile.Agg, []float32, []float32, []bool) int { return 0 }
 
 func simdMaskZeroF32([]bool, []float32) int { return 0 }
+
+func simdRelu([]float32, []float32) int { return 0 }
+
+func simdReluAgg(tile.Agg, []float32, []float32) int { return 0 }
+
+func simdFirst([]float32, []float32, []float32, float32, bool) int { return 0 }
+
+func simdInfToZero([]float32) int { return 0 }
+
+func simdRoute([]float32, []float32, []float32, []float32, float32) int { return 0 }
+
+func simdBoolsToF32([]float32, []bool) int { return 0 }
+
+func simdF32ToBools([]bool, []float32) int { return 0 }

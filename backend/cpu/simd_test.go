@@ -194,3 +194,149 @@ func TestPhilox(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowAndBoolLoops checks the window executor's row loops and the
+// boolean conversions (in assembly where the processor allows) against
+// element-by-element Go written from their definitions, on lengths that
+// exercise every remainder and on NaN, ±0, infinities and ties.
+func TestWindowAndBoolLoops(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	relu := func(x float32) float32 {
+		if x > 0 {
+			return x
+		}
+		return 0
+	}
+	tied := func(n int) []float32 {
+		v := randomLanes(rng, n)
+		for i := range v {
+			if rng.IntN(2) == 0 {
+				v[i] = float32(rng.IntN(3)) - 1
+			}
+		}
+		return v
+	}
+	for n := 0; n <= 40; n++ {
+		v, w := tied(n), tied(n)
+		// ReLU and its aggregation.
+		got := make([]float32, n)
+		k := simdRelu(got, v)
+		reluRow(got[k:], v[k:])
+		for i := range got {
+			if want := relu(v[i]); !sameFloat32(got[i], want) {
+				t.Fatalf("relu n=%d lane %d: %v of %v, want %v", n, i, got[i], v[i], want)
+			}
+		}
+		for _, a := range []tile.Agg{tile.Max, tile.Min} {
+			acc := make([]float32, n)
+			for i := range acc {
+				acc[i] = relu(w[i])
+			}
+			k := simdReluAgg(a, acc, v)
+			aggRow(a, acc[k:], v[k:], true)
+			for i := range acc {
+				want := max(relu(w[i]), relu(v[i]))
+				if a == tile.Min {
+					want = min(relu(w[i]), relu(v[i]))
+				}
+				if !sameFloat32(acc[i], want) {
+					t.Fatalf("relu %v n=%d lane %d: %v, want %v", a, n, i, acc[i], want)
+				}
+			}
+		}
+		// First positions: lanes hold +Inf or a position.
+		for _, r := range []bool{false, true} {
+			ext := make([]float32, n)
+			d := make([]float32, n)
+			for i := range ext {
+				ext[i] = v[i]
+				if r {
+					ext[i] = relu(v[i])
+				}
+				if rng.IntN(3) == 0 {
+					ext[i] = w[i]
+				}
+				d[i] = float32(math.Inf(1))
+				if rng.IntN(2) == 0 {
+					d[i] = float32(1 + rng.IntN(4))
+				}
+			}
+			p := float32(1 + rng.IntN(4))
+			got := append([]float32(nil), d...)
+			k := simdFirst(got, v, ext, p, r)
+			firstRowInf(got[k:], v[k:], ext[k:], p, r)
+			for i := range got {
+				x, want := v[i], d[i]
+				if r {
+					x = relu(x)
+				}
+				if x == ext[i] && p < want {
+					want = p
+				}
+				if got[i] != want {
+					t.Fatalf("first relu=%v n=%d lane %d: %v, want %v", r, n, i, got[i], want)
+				}
+			}
+			before := append([]float32(nil), got...)
+			k = simdInfToZero(got)
+			for i, x := range got[k:] {
+				if math.IsInf(float64(x), 1) {
+					got[k+i] = 0
+				}
+			}
+			for i, x := range got {
+				want := before[i]
+				if math.IsInf(float64(want), 1) {
+					want = 0
+				}
+				if x != want {
+					t.Fatalf("inf to zero n=%d lane %d: %v from %v, want %v", n, i, x, before[i], want)
+				}
+			}
+		}
+		// Routing.
+		first := make([]float32, n)
+		for i := range first {
+			first[i] = float32(rng.IntN(3))
+		}
+		for _, withAct := range []bool{false, true} {
+			var act []float32
+			if withAct {
+				act = w
+			}
+			got := make([]float32, n)
+			k := simdRoute(got, act, first, v, 1)
+			var rest []float32
+			if act != nil {
+				rest = act[k:]
+			}
+			routeRowAt(got[k:], rest, first[k:], v[k:], 1)
+			for i := range got {
+				want := v[i]
+				if first[i] != 1 || withAct && !(w[i] > 0) {
+					want = 0
+				}
+				if !sameFloat32(got[i], want) {
+					t.Fatalf("route act=%v n=%d lane %d: %v, want %v", withAct, n, i, got[i], want)
+				}
+			}
+		}
+		// Booleans.
+		bs := make([]bool, n)
+		for i := range bs {
+			bs[i] = rng.IntN(2) == 0
+		}
+		f := make([]float32, n)
+		boolsToF32(f, bs)
+		back := make([]bool, n)
+		k = simdF32ToBools(back, f)
+		for i := k; i < n; i++ {
+			back[i] = f[i] != 0
+		}
+		for i := range bs {
+			if want := float32(b2f(bs[i])); f[i] != want || back[i] != bs[i] {
+				t.Fatalf("booleans n=%d lane %d: %v → %v → %v", n, i, bs[i], f[i], back[i])
+			}
+		}
+	}
+}
