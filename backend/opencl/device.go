@@ -167,6 +167,8 @@ type Device struct {
 	mmaOK   bool
 	mmaWhy  string
 
+	builders builderPool
+
 	mu     sync.Mutex
 	lost   error
 	closed bool
@@ -305,6 +307,7 @@ func (d *Device) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.builders.close()
 	err := d.queue.Release()
 	if e := d.ctx.Release(); err == nil {
 		err = e
@@ -381,24 +384,56 @@ var buildOptions = "-cl-std=CL1.2"
 // build returns the built program for source, from the binary cache when it
 // holds a binary the driver accepts, else compiled (and cached).
 func (d *Device) build(name, source string) (*cl.Program, error) {
-	key := cacheKey("tartan-opencl-1", source, d.info.Name, d.info.Vendor, d.info.DriverVersion, d.info.Version,
-		d.cand.Platform.Version, buildOptions)
-	start := time.Now()
-	if bin := d.cache.get(key); bin != nil {
-		if p, err := d.ctx.NewProgramFromBinary(d.cand.Device, bin); err == nil {
-			if err := p.Build(buildOptions); err == nil {
-				debugBuild(name, "from the binary cache", len(source), start)
-				return p, nil
-			}
-			p.Release()
-		}
+	return d.buildWith(name, source, buildOptions)
+}
+
+// programKey is the cache key of source built with options on the device.
+func (d *Device) programKey(source, options string) string {
+	return cacheKey("tartan-opencl-1", source, d.info.Name, d.info.Vendor, d.info.DriverVersion, d.info.Version,
+		d.cand.Platform.Version, options)
+}
+
+// fromBinary loads a program binary built for the device.
+func (d *Device) fromBinary(bin []byte, options string) (*cl.Program, error) {
+	p, err := d.ctx.NewProgramFromBinary(d.cand.Device, bin)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Build(options); err != nil {
+		p.Release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// fromCache returns the cached program for key, or nil; an entry the
+// driver rejects is removed.
+func (d *Device) fromCache(key, options string) *cl.Program {
+	bin := d.cache.get(key)
+	if bin == nil {
+		return nil
+	}
+	p, err := d.fromBinary(bin, options)
+	if err != nil {
 		d.cache.remove(key)
+		return nil
+	}
+	return p
+}
+
+// buildWith is build with the given options.
+func (d *Device) buildWith(name, source, options string) (*cl.Program, error) {
+	key := d.programKey(source, options)
+	start := time.Now()
+	if p := d.fromCache(key, options); p != nil {
+		debugBuild(name, "from the binary cache", len(source), start)
+		return p, nil
 	}
 	p, err := d.ctx.NewProgramFromSource(source)
 	if err != nil {
 		return nil, fmt.Errorf("opencl: program %q on %s %q: %w", name, d.cand.ID, d.info.Name, err)
 	}
-	if err := p.Build(buildOptions); err != nil {
+	if err := p.Build(options); err != nil {
 		p.Release()
 		return nil, buildFailure(name, source, d, err)
 	}
@@ -407,6 +442,78 @@ func (d *Device) build(name, source string) (*cl.Program, error) {
 		d.cache.put(key, bin) // best effort
 	}
 	return p, nil
+}
+
+// buildProgram returns the programs holding the kernels of r: one, or one
+// per shard when r has several and helper processes may build them (see
+// builder.go). Cached shards are loaded; missing ones are built by the
+// helpers at once, and any a helper could not build is built here.
+func (d *Device) buildProgram(name string, r *rendered) ([]*cl.Program, error) {
+	if r.Shards <= 1 || poolSize() < 2 {
+		p, err := d.build(name, r.Source)
+		if err != nil {
+			return nil, err
+		}
+		return []*cl.Program{p}, nil
+	}
+	start := time.Now()
+	progs := make([]*cl.Program, r.Shards)
+	opts := make([]string, r.Shards)
+	var missing []int
+	for s := range progs {
+		opts[s] = fmt.Sprintf("%s -D TT_SHARD=%d", buildOptions, s)
+		if progs[s] = d.fromCache(d.programKey(r.Source, opts[s]), opts[s]); progs[s] == nil {
+			missing = append(missing, s)
+		}
+	}
+	how := "from the binary cache"
+	if len(missing) > 0 && d.builders.acquire(d) {
+		defer d.builders.release()
+		spawned := time.Now()
+		bins := make([][]byte, r.Shards)
+		var wg sync.WaitGroup
+		for _, s := range missing {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if bin, ok := d.builders.build(r.Source, opts[s]); ok {
+					bins[s] = bin
+				}
+			}()
+		}
+		wg.Wait()
+		built := time.Now()
+		helped := 0
+		for _, s := range missing {
+			if bins[s] == nil {
+				continue
+			}
+			if p, err := d.fromBinary(bins[s], opts[s]); err == nil {
+				progs[s] = p
+				d.cache.put(d.programKey(r.Source, opts[s]), bins[s])
+				helped++
+			}
+		}
+		how = fmt.Sprintf("compiled in %d shards, %d by helper processes (ready after %.3f s, built in %.3f s, loaded in %.3f s),",
+			r.Shards, helped, spawned.Sub(start).Seconds(), built.Sub(spawned).Seconds(), time.Since(built).Seconds())
+	}
+	for s, p := range progs {
+		if p != nil {
+			continue
+		}
+		p, err := d.buildWith(fmt.Sprintf("%s (shard %d)", name, s), r.Source, opts[s])
+		if err != nil {
+			for _, q := range progs {
+				if q != nil {
+					q.Release()
+				}
+			}
+			return nil, err
+		}
+		progs[s] = p
+	}
+	debugBuild(name, how, len(r.Source), start)
+	return progs, nil
 }
 
 // debugBuild prints how long a program took to build when TARTAN_DEBUG

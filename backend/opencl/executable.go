@@ -19,7 +19,7 @@ import (
 type Executable struct {
 	d        *Device
 	p        *kir.Program
-	prog     *cl.Program
+	progs    []*cl.Program // one, or one per shard
 	slots    []*cl.Buffer
 	scratch  []*cl.Buffer
 	launches []launch
@@ -92,11 +92,11 @@ func (d *Device) load(p *kir.Program, tr traits) (*Executable, error) {
 func (e *Executable) load(r *rendered) error {
 	d, p := e.d, e.p
 	if len(r.Launches) > 0 {
-		prog, err := d.build(p.Name, r.Source)
+		progs, err := d.buildProgram(p.Name, r)
 		if err != nil {
 			return err
 		}
-		e.prog = prog
+		e.progs = progs
 	}
 	// Slots hold their buffers in the device's storage types (f16 and
 	// bf16 as float32), which may be wider than the plan assumed.
@@ -165,7 +165,11 @@ func (e *Executable) load(r *rendered) error {
 		}
 	}
 	for _, lp := range r.Launches {
-		k, err := e.prog.NewKernel(lp.Fn)
+		prog := e.progs[0]
+		if len(e.progs) > 1 {
+			prog = e.progs[lp.Shard]
+		}
+		k, err := prog.NewKernel(lp.Fn)
 		if err != nil {
 			return fmt.Errorf("opencl: program %q: kernel %s: %w", p.Name, lp.Fn, err)
 		}
@@ -354,8 +358,8 @@ func (e *Executable) Close() error {
 	for _, l := range e.launches {
 		keep(l.kernel.Release())
 	}
-	if e.prog != nil {
-		keep(e.prog.Release())
+	for _, p := range e.progs {
+		keep(p.Release())
 	}
 	for _, b := range e.slots {
 		keep(b.Release())

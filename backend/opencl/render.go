@@ -33,6 +33,9 @@ type launchPlan struct {
 	// Fixed says the kernel was written for exactly Local work-items per
 	// group (reqd_work_group_size).
 	Fixed bool
+	// Shard is the part of the program holding the kernel when the
+	// program is built in parts (render_shard.go).
+	Shard int
 	// A kernel with one independent work-item per point and no barriers
 	// (loops and combining kernels with int indices) can share a launch
 	// with others: params is its parameter list, body its statements
@@ -50,6 +53,8 @@ type rendered struct {
 	// (partial results of split reductions).
 	Scratch []int
 	FP64    bool
+	// Shards is the number of parts the source can be built in.
+	Shards int
 }
 
 // traits is what rendering needs to know about the device.
@@ -124,7 +129,7 @@ func render(p *kir.Program, t traits) (*rendered, error) {
 			return nil, fmt.Errorf("opencl: program %q: kernel %d (%s): %w", p.Name, i, k.Name, err)
 		}
 	}
-	r.r.Source = r.mergeLaunches()
+	r.r.Source = r.shardLaunches(r.mergeLaunches())
 	return &r.r, nil
 }
 

@@ -1,0 +1,266 @@
+package opencl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tartanml/tartan/backend/opencl/cl"
+)
+
+// Builder processes. Some drivers compile one program at a time per
+// process whatever the number of threads (NVIDIA's does: eight concurrent
+// builds take as long as eight in a row), so a large program is built in
+// shards (render_shard.go) by helper processes at once. A helper is the
+// running executable itself, started with EnvBuilder naming the device: the
+// package's init function sees the variable and, instead of letting the
+// program run, serves build requests until its parent closes the pipe. A
+// helper returns the program binary; the parent loads it (and caches it)
+// as it loads binaries from the disk cache.
+//
+// Any failure of a helper (it cannot start, the device is not found, it
+// dies) is not an error: the shard is then built in-process, which also
+// reports build errors with their logs.
+
+// EnvBuilder is the environment variable that turns a process into a
+// builder of programs for the device it names ("opencl:<platform>:<device>").
+// Tartan sets it for its own helper processes; TARTAN_OPENCL_BUILDERS=0
+// keeps every build in-process.
+const EnvBuilder = "TARTAN_OPENCL_BUILDER"
+
+// envBuilders sets the number of helper processes (0: none).
+const envBuilders = "TARTAN_OPENCL_BUILDERS"
+
+func init() {
+	if id := os.Getenv(EnvBuilder); id != "" {
+		os.Exit(serveBuilds(id))
+	}
+}
+
+// buildRequest and buildReply cross the pipes between parent and helper as
+// JSON lines. The first reply, to no request, says whether the helper is
+// ready.
+type buildRequest struct {
+	Source  string
+	Options string
+}
+
+type buildReply struct {
+	Device string `json:",omitempty"` // in the first reply
+	Binary []byte `json:",omitempty"`
+	Err    string `json:",omitempty"`
+}
+
+// serveBuilds is a helper's whole life: open the device's context, then
+// build each request read from file descriptor 3, replying on 4.
+func serveBuilds(id string) int {
+	in, out := os.NewFile(3, "requests"), os.NewFile(4, "replies")
+	if in == nil || out == nil {
+		fmt.Fprintf(os.Stderr, "opencl: %s is set (%s) but the process has no request pipes\n", EnvBuilder, id)
+		return 2
+	}
+	enc, dec := json.NewEncoder(out), json.NewDecoder(in)
+	ctx, dev, err := builderContext(id)
+	if err != nil {
+		enc.Encode(buildReply{Err: err.Error()})
+		return 1
+	}
+	defer ctx.Release()
+	if enc.Encode(buildReply{Device: dev.Name()}) != nil {
+		return 1
+	}
+	for {
+		var req buildRequest
+		if err := dec.Decode(&req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0
+			}
+			return 1
+		}
+		var rep buildReply
+		p, err := ctx.NewProgramFromSource(req.Source)
+		if err == nil {
+			if err = p.Build(req.Options); err == nil {
+				rep.Binary, err = p.Binary(dev)
+			}
+			p.Release()
+		}
+		if err != nil {
+			rep.Err = err.Error()
+		}
+		if enc.Encode(rep) != nil {
+			return 1
+		}
+	}
+}
+
+// builderContext opens a context on the listed device id.
+func builderContext(id string) (*cl.Context, *cl.Device, error) {
+	cs, err := List()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range cs {
+		if c.ID == id {
+			ctx, err := cl.NewContext(c.Device)
+			return ctx, c.Device, err
+		}
+	}
+	return nil, nil, fmt.Errorf("opencl: builder: no device %s", id)
+}
+
+// builderPool is a device's set of helper processes, started when a
+// program needs building and stopped once they have been idle for
+// builderIdle (each holds a context on the device).
+type builderPool struct {
+	mu     sync.Mutex
+	free   chan *builder
+	all    []*builder
+	failed bool // no helper could be started: build in-process from now on
+	busy   int
+	idle   *time.Timer
+	built  atomic.Int64 // programs the helpers built, for tests
+}
+
+// builderIdle is how long helpers wait for more work before they stop.
+const builderIdle = 5 * time.Second
+
+// builder is one helper process as its parent sees it.
+type builder struct {
+	enc  *json.Encoder
+	dec  *json.Decoder
+	stop func() // closes the pipes and waits for the process
+}
+
+// poolSize is the number of helpers to start: one per spare processor, at
+// most maxShards, or what TARTAN_OPENCL_BUILDERS says.
+func poolSize() int {
+	if s := os.Getenv(envBuilders); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			return min(n, 4*maxShards)
+		}
+	}
+	return min(runtime.NumCPU()-1, maxShards)
+}
+
+// acquire makes the helpers ready for device d, starting them if need be,
+// and reports whether there are any; a true result must be paired with
+// release.
+func (bp *builderPool) acquire(d *Device) bool {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	if bp.idle != nil {
+		bp.idle.Stop()
+		bp.idle = nil
+	}
+	if len(bp.all) == 0 && !bp.failed {
+		bp.spawn(d)
+		bp.failed = len(bp.all) == 0
+	}
+	if len(bp.all) == 0 {
+		return false
+	}
+	bp.busy++
+	return true
+}
+
+// release ends a use begun by acquire.
+func (bp *builderPool) release() {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	bp.busy--
+	if bp.busy == 0 {
+		bp.idle = time.AfterFunc(builderIdle, func() {
+			bp.mu.Lock()
+			defer bp.mu.Unlock()
+			if bp.busy == 0 {
+				bp.stopAll()
+			}
+		})
+	}
+}
+
+// spawn launches the helpers; those that fail to start or to open the
+// device are dropped.
+func (bp *builderPool) spawn(d *Device) {
+	n := poolSize()
+	if n < 2 {
+		return
+	}
+	ready := make(chan *builder, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := spawnBuilder(d.cand.ID)
+			if err != nil {
+				return
+			}
+			var hello buildReply
+			if err := b.dec.Decode(&hello); err != nil || hello.Err != "" || hello.Device != d.info.Name {
+				b.stop()
+				return
+			}
+			ready <- b
+		}()
+	}
+	wg.Wait()
+	close(ready)
+	bp.free = make(chan *builder, n)
+	for b := range ready {
+		bp.all = append(bp.all, b)
+		bp.free <- b
+	}
+}
+
+// build has a free helper build source; ok is false when the helper
+// failed (it is then retired), as opposed to the source failing to build.
+func (bp *builderPool) build(source, options string) (bin []byte, ok bool) {
+	b := <-bp.free
+	if b == nil {
+		bp.free <- nil
+		return nil, false
+	}
+	var rep buildReply
+	err := b.enc.Encode(buildRequest{Source: source, Options: options})
+	if err == nil {
+		err = b.dec.Decode(&rep)
+	}
+	if err != nil {
+		b.stop()
+		bp.free <- nil // a retired helper leaves a nil in its place
+		return nil, false
+	}
+	bp.free <- b
+	if rep.Err != "" {
+		return nil, false
+	}
+	bp.built.Add(1)
+	return rep.Binary, true
+}
+
+// close stops the helpers for good.
+func (bp *builderPool) close() {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	if bp.idle != nil {
+		bp.idle.Stop()
+	}
+	bp.stopAll()
+	bp.failed = true
+}
+
+func (bp *builderPool) stopAll() {
+	for _, b := range bp.all {
+		b.stop()
+	}
+	bp.all, bp.free = nil, nil
+}

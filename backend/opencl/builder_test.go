@@ -1,0 +1,88 @@
+package opencl
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tartanml/tartan/compile"
+)
+
+// TestShardsBuiltByHelperProcesses builds a program of several shards with
+// two helper processes (this test binary, restarted as a builder), checks
+// that they built the shards, then runs the program, loaded from the cache
+// shard by shard, against the reference executor.
+func TestShardsBuiltByHelperProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts helper processes")
+	}
+	t.Setenv(envBuilders, "2")
+	g, cb := buildSuite(t, "shards", func(gc graphCase) bool {
+		return slices.Contains([]string{"sgd", "softmax_ce", "pool", "reductions", "unary", "binary"}, gc.name)
+	})
+	for _, c := range candidates(t) {
+		d, err := OpenCandidate(c, WithCacheDir(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := compile.Compile(g, d.Target())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := render(p, d.traits(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Shards < 2 {
+			t.Fatalf("%s: %d launches in %d shard; the test needs several", c.ID, len(r.Launches), r.Shards)
+		}
+		progs, err := d.buildProgram("shards", r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.ID, err)
+		}
+		if len(progs) != r.Shards {
+			t.Errorf("%s: %d programs for %d shards", c.ID, len(progs), r.Shards)
+		}
+		for _, q := range progs {
+			q.Release()
+		}
+		if n := d.builders.built.Load(); n != int64(r.Shards) {
+			t.Errorf("%s: helpers built %d of %d shards", c.ID, n, r.Shards)
+		}
+		compareRuns(t, d, g, cb, 1e-4)
+		if n := d.builders.built.Load(); n != int64(r.Shards) {
+			t.Errorf("%s: helpers built %d shards, want the cache to serve the second load", c.ID, n)
+		}
+		d.Close()
+	}
+}
+
+// TestShardBuildFailureIsReported checks that a program the helpers fail to
+// build is built in-process to report the failure with its log.
+func TestShardBuildFailureIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts helper processes")
+	}
+	t.Setenv(envBuilders, "2")
+	src := preamble + "\n#if !defined(TT_SHARD) || TT_SHARD == 0\n__kernel void good(__global float* x) { x[0] = 1.0f; }\n#endif\n" +
+		"#if !defined(TT_SHARD) || TT_SHARD == 1\n__kernel void k3_broken(__global float* x) {\n\tx[0] = missing_name;\n}\n#endif\n"
+	for _, c := range candidates(t) {
+		d, err := OpenCandidate(c, WithCacheDir(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = d.buildProgram("broken-shards", &rendered{Source: src, Shards: 2})
+		var be *BuildError
+		if !errors.As(err, &be) || !strings.Contains(err.Error(), "missing_name") || !strings.Contains(err.Error(), "shard 1") {
+			t.Errorf("%s: got %v, want a build error of shard 1 naming missing_name", c.ID, err)
+		}
+		d.Close()
+	}
+}
+
+func TestBuilderNeedsItsDevice(t *testing.T) {
+	if _, _, err := builderContext("opencl:99:0"); err == nil {
+		t.Error("builderContext of a missing device succeeded")
+	}
+}
