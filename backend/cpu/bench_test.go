@@ -197,7 +197,8 @@ func TestShowcaseMemory(t *testing.T) {
 // batch 64, as compiled programs of their own: forward (convolution, bias
 // and ReLU) and backward (the gradients with respect to the layer's input,
 // where the model needs it, and to its kernel and bias, from a given
-// cotangent).
+// cotangent). conv1dx is the first layer with its input gradient too, a
+// product whose one input channel is read by both operands.
 func BenchmarkShowcaseConv(b *testing.B) {
 	layers := []struct {
 		name     string
@@ -205,6 +206,7 @@ func BenchmarkShowcaseConv(b *testing.B) {
 		needGrad bool // the gradient with respect to the input is needed
 	}{
 		{"conv1", tile.Shape{64, 28, 28, 1}, tile.Shape{2, 2, 1, 64}, false},
+		{"conv1dx", tile.Shape{64, 28, 28, 1}, tile.Shape{2, 2, 1, 64}, true},
 		{"conv2", tile.Shape{64, 14, 14, 64}, tile.Shape{2, 2, 64, 32}, true},
 	}
 	d := New(Cache(false))

@@ -21,16 +21,19 @@
 //     floor divisions and modulos that a chunk does not vary, or general),
 //     adjacent loops that act as one row-major coordinate are merged, and
 //     kernels that sum a product of two float32 loads are recognised as
-//     matrix products whether or not the compiler scheduled them so.
+//     matrix products whether or not the compiler scheduled them so (with
+//     the variables of single-value loops taken as constants, so that a
+//     one-channel convolution's unit channel loop does not hide them).
 //  4. Executors: matrix products go to gemm.go, which hands plain strided
 //     operands to package gemm directly and packs the others (pack.go:
 //     im2col with incremental offsets and merged copies), applying the
 //     Epilogue to the output rows while they are in cache (epilogue.go);
 //     the kernels of max pooling over a channel-innermost layout (forward
-//     maximum, first-maximum positions, gradient routing) go to window.go,
-//     which reads channel rows in place and runs one fused vector loop per
-//     row; every other kernel goes to loops.go, which compiles its
-//     expressions once into chunk programs (prog.go, eval.go, apply.go).
+//     maximum, first-maximum positions, gradient routing, with or without
+//     a dropout on the routed cotangent) go to window.go, which reads
+//     channel rows in place and runs one fused vector loop per row; every
+//     other kernel goes to loops.go, which compiles its expressions once
+//     into chunk programs (prog.go, eval.go, apply.go).
 //
 // A chunk program processes up to 1024 lanes per instruction: a run along
 // one loop, or several such rows (consecutive output points, or consecutive

@@ -105,18 +105,33 @@ func newKernel(p *kir.Program, k *kir.Kernel, r *regs) (kernelRunner, error) {
 	if w, ok := newWindowKernel(p, k); ok {
 		return w, nil
 	}
-	if k.Schedule.Strategy != "gemm" || k.Schedule.GEMM == nil {
-		if v := inferGEMM(p, k); v != nil {
-			kk := *k
-			kk.Schedule.GEMM = v
-			if g, ok := newGemmKernel(p, &kk, r); ok {
-				return g, nil
-			}
+	if k.Schedule.Strategy == "gemm" && k.Schedule.GEMM != nil {
+		if g, ok := newGemmKernel(p, k, r); ok {
+			return g, nil
 		}
-	} else if g, ok := newGemmKernel(p, k, r); ok {
+	}
+	if g, ok := inferGemmKernel(p, k, r); ok {
 		return g, nil
 	}
+	if pk := pinUnitLoops(p, k); pk != nil {
+		// Variables of unit loops read by both operands hide the
+		// product's groups; as constants they no longer do.
+		if g, ok := inferGemmKernel(p, pk, r); ok {
+			return g, nil
+		}
+	}
 	return newLoopsKernel(p, k, r), nil
+}
+
+// inferGemmKernel plans k as a matrix product when inferGEMM recognises one.
+func inferGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
+	v := inferGEMM(p, k)
+	if v == nil {
+		return nil, false
+	}
+	kk := *k
+	kk.Schedule.GEMM = v
+	return newGemmKernel(p, &kk, r)
 }
 
 // SetInput implements backend.Executable.

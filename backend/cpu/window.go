@@ -21,9 +21,11 @@ import (
 //   - windowFirst: F[o] = Min over the r where V(o, r) == O[o] of Pos[r],
 //     written as the condition 0 ≤ int(V ≠ O) < 1 (the first window position
 //     that attains the extremum, see grad's extremeRule);
-//   - windowRoute: D[x] = select(A[x] > 0, select(Pos[…] == F[…], G[…], 0), 0),
+//   - windowRoute: D[x] = select(A[x] > 0, select(Pos[…] == F[…], G, 0), 0),
 //     with or without the outer select (the extremum's cotangent routed to
-//     that position).
+//     that position), G being a row load C[…] or its dropout
+//     select(M[…], C[…], 0) · s, with M a boolean row and s a finite
+//     constant.
 //
 // Results equal the generic executor's (and kir.Interpret's) exactly: the
 // aggregations are exact in float32 and an output point with no
@@ -48,7 +50,9 @@ type windowKernel struct {
 	pos       *rowAccess // Pos, one element (windowFirst, windowRoute)
 	act       *rowAccess // A (windowRoute); nil without the outer select
 	first     *rowAccess // F (windowRoute)
-	cot       *rowAccess // G (windowRoute)
+	cot       *rowAccess // C (windowRoute)
+	mask      *rowAccess // M (windowRoute), boolean; nil without dropout
+	scale     float32    // s (windowRoute with dropout)
 	conds     []rowCond  // affine Where conditions
 	perTask   int        // rows per task
 	workers   int
@@ -199,8 +203,10 @@ type rowAccess struct {
 	checks []rowCheck
 	skip   bool // out of range, the point is skipped; else it reads fill
 	fill   float32
-	// fillRow is a row of fill values, for out-of-range Fill rows.
-	fillRow []float32
+	// fillRow (float32) or fillBools (bool) is a row of fill values, for
+	// out-of-range Fill rows.
+	fillRow   []float32
+	fillBools []bool
 }
 
 // rowCheck is a range condition 0 ≤ x < bound on a dimension's index.
@@ -227,7 +233,14 @@ func (a *rowAccess) at(pos []int) int {
 // newRowAccess builds the access of load e, or reports false when e is not a
 // float32 load of that form. ch is the channel variable, chExt its extent.
 func newRowAccess(p *kir.Program, e *kir.Expr, ranges []kir.Range, ch, chExt int) (*rowAccess, bool) {
-	if e.Op != kir.Load || e.DType != tile.Float32 || p.Buffers[e.Buf].DType != tile.Float32 {
+	return typedRowAccess(p, e, ranges, ch, chExt, tile.Float32)
+}
+
+// typedRowAccess is newRowAccess for loads of dtype dt (float32 or bool). A
+// row's last index is the channel variable plus a term without it that keeps
+// the whole row in range (a channel vector inside a flattened dimension).
+func typedRowAccess(p *kir.Program, e *kir.Expr, ranges []kir.Range, ch, chExt int, dt tile.DType) (*rowAccess, bool) {
+	if e.Op != kir.Load || e.DType != dt || p.Buffers[e.Buf].DType != dt {
 		return nil, false
 	}
 	shape := p.Buffers[e.Buf].Shape
@@ -237,16 +250,32 @@ func newRowAccess(p *kir.Program, e *kir.Expr, ranges []kir.Range, ch, chExt int
 	a := &rowAccess{buf: e.Buf, skip: e.OOB == kir.Skip, fill: float32(e.Value)}
 	n := len(shape)
 	if n > 0 {
-		if last := e.Index[n-1]; last.Op == kir.IxVar && last.Var == ch {
-			if shape[n-1] < chExt {
+		last := e.Index[n-1]
+		seen := map[int]bool{}
+		if !ixVars(last, seen) {
+			return nil, false
+		}
+		if seen[ch] {
+			rest, ok := rowStart(last, ranges, ch, chExt)
+			if !ok {
+				return nil, false
+			}
+			if lo, hi := rest.bounds(); lo < 0 || hi+chExt > shape[n-1] {
 				return nil, false
 			}
 			a.row = true
+			a.off = rest
 			n--
-			if !a.skip {
+			if !a.skip && dt == tile.Float32 {
 				a.fillRow = make([]float32, chExt)
 				for i := range a.fillRow {
 					a.fillRow[i] = a.fill
+				}
+			}
+			if !a.skip && dt == tile.Bool {
+				a.fillBools = make([]bool, chExt)
+				for i := range a.fillBools {
+					a.fillBools[i] = a.fill != 0
 				}
 			}
 		}
@@ -271,6 +300,35 @@ func newRowAccess(p *kir.Program, e *kir.Expr, ranges []kir.Range, ch, chExt int
 		stride *= shape[d]
 	}
 	return a, true
+}
+
+// rowStart writes x, an index that uses the channel variable ch, as ch plus
+// a sepForm without it (its value at ch = 0), or reports false when x does
+// not step by one along the channel.
+func rowStart(x *kir.Ix, ranges []kir.Range, ch, chExt int) (sepForm, bool) {
+	s, ok := separate(x, ranges)
+	if !ok {
+		return sepForm{}, false
+	}
+	rest := sepForm{c: s.c}
+	found := false
+	for _, t := range s.tabs {
+		if t.v != ch {
+			rest.tabs = append(rest.tabs, t)
+			continue
+		}
+		if len(t.t) != chExt {
+			return sepForm{}, false
+		}
+		for i, v := range t.t {
+			if v != t.t[0]+i {
+				return sepForm{}, false
+			}
+		}
+		rest.c += t.t[0]
+		found = true
+	}
+	return rest, found
 }
 
 // windowValue recognises V: a row load, or select(L > 0, L, 0) of one.
@@ -466,8 +524,8 @@ func (w *windowKernel) matchRoute(p *kir.Program, body *kir.Expr, ranges []kir.R
 	if c.Op != kir.Apply || c.Fn != tile.Eq || len(c.Args) != 2 {
 		return false
 	}
-	cot, ok := newRowAccess(p, inner, ranges, ch, w.ch)
-	if !ok || !cot.row {
+	cot, ok := w.matchCot(p, inner, ranges)
+	if !ok {
 		return false
 	}
 	for _, sw := range [2]bool{false, true} {
@@ -483,6 +541,38 @@ func (w *windowKernel) matchRoute(p *kir.Program, body *kir.Expr, ranges []kir.R
 		}
 	}
 	return false
+}
+
+// matchCot recognises windowRoute's G and returns its row load C, setting
+// the dropout's mask and scale when G has them.
+func (w *windowKernel) matchCot(p *kir.Program, g *kir.Expr, ranges []kir.Range) (*rowAccess, bool) {
+	ch := len(w.outer)
+	w.mask, w.scale = nil, 1
+	if g.Op == kir.Apply && g.Fn == tile.Mul && len(g.Args) == 2 && g.DType == tile.Float32 {
+		sel, k := g.Args[0], g.Args[1]
+		if sel.Op == kir.Const {
+			sel, k = k, sel
+		}
+		s := float32(k.Value)
+		if k.Op != kir.Const || k.DType != tile.Float32 || float64(s) != k.Value ||
+			math.IsInf(k.Value, 0) || math.IsNaN(k.Value) {
+			return nil, false
+		}
+		if sel.Op != kir.Apply || sel.Fn != tile.Select || len(sel.Args) != 3 || !isZero(sel.Args[2]) {
+			return nil, false
+		}
+		mask, ok := typedRowAccess(p, sel.Args[0], ranges, ch, w.ch, tile.Bool)
+		if !ok || !mask.row {
+			return nil, false
+		}
+		w.mask, w.scale, g = mask, s, sel.Args[1]
+	}
+	cot, ok := newRowAccess(p, g, ranges, ch, w.ch)
+	if !ok || !cot.row {
+		w.mask, w.scale = nil, 1
+		return nil, false
+	}
+	return cot, true
 }
 
 func (w *windowKernel) run(x *Executable) {
@@ -737,6 +827,38 @@ func (w *windowKernel) routeRow(fr *frame, pos []int, dst []float32) {
 		act = act[n:]
 	}
 	routeRowAt(dst[n:], act, first[n:], cot[n:], p)
+	if w.mask != nil {
+		mask := w.boolRowOf(fr, w.mask, pos)
+		if mask == nil {
+			clear(dst)
+			return
+		}
+		dropRow(dst, mask, w.scale)
+	}
+}
+
+// boolRowOf is rowOf for a boolean access.
+func (w *windowKernel) boolRowOf(fr *frame, a *rowAccess, pos []int) []bool {
+	off := a.at(pos)
+	if off < 0 {
+		return a.fillBools // nil for a Skip access
+	}
+	return fr.bufs[a.buf].b[off : off+w.ch : off+w.ch]
+}
+
+// dropRow applies a dropout to the routed row: dst[i]·s where mask[i] holds,
+// else 0. It equals routing select(mask, C, 0)·s when s is finite: a lane
+// the route zeroes stays 0 either way.
+func dropRow(dst []float32, mask []bool, s float32) {
+	mask = mask[:len(dst)]
+	for i, m := range mask {
+		// A bit mask rather than a branch: dropout masks are random.
+		keep := uint32(0)
+		if m {
+			keep = ^uint32(0)
+		}
+		dst[i] = math.Float32frombits(math.Float32bits(dst[i]*s) & keep)
+	}
 }
 
 // routeRowAt sets dst to cot where first equals p (and act is positive, when

@@ -42,6 +42,16 @@ func TestWindowKernels(t *testing.T) {
 		{"global_c8", tile.Shape{2, 5, 6, 8}, true, func(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
 			return op.GlobalMaxPool2D(g, x)
 		}, [3]int{1, 1, 0}},
+		// Dropout after the pooling, then a flattening: the routed value
+		// is select(mask, dy, 0)·s, dy read as a row of a flat dimension.
+		{"relu_2x2_dropout_flat_c16", tile.Shape{2, 6, 4, 16}, true, func(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
+			seed := g.Input("seed", tile.Int64, tile.Shape{})
+			return op.Flatten(g, op.Dropout(g, op.MaxPool2D(g, x, op.PoolOptions{}), 0.3, seed, 1))
+		}, [3]int{1, 1, 1}},
+		{"plain_2x2_dropout_c12", tile.Shape{3, 4, 4, 12}, false, func(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
+			seed := g.Input("seed", tile.Int64, tile.Shape{})
+			return op.Dropout(g, op.MaxPool2D(g, x, op.PoolOptions{}), 0.5, seed, 2)
+		}, [3]int{1, 1, 1}},
 	}
 	d := New(Cache(false))
 	defer d.Close()
@@ -86,8 +96,11 @@ func TestWindowKernels(t *testing.T) {
 				v := make([]float64, b.Size())
 				for i := range v {
 					v[i] = ties[rng.IntN(len(ties))]
-					if in.Name == "dy" {
+					switch in.Name {
+					case "dy":
 						v[i] = float64(rng.IntN(9)) - 4
+					case "seed":
+						v[i] = 7
 					}
 				}
 				ref[in.Buffer] = v
@@ -123,6 +136,7 @@ func TestWindowRejects(t *testing.T) {
 	x := b.buf(kir.Input, "x", tile.Float32, tile.Shape{4, 8})
 	xi := b.buf(kir.Input, "xi", tile.Int32, tile.Shape{4, 8})
 	o := b.buf(kir.Output, "o", tile.Float32, tile.Shape{2, 8})
+	o4 := b.buf(kir.Output, "o4", tile.Float32, tile.Shape{2, 4})
 	cases := []struct {
 		name string
 		k    *kir.Kernel
@@ -131,6 +145,14 @@ func TestWindowRejects(t *testing.T) {
 		{"transposed", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Max,
 			Reduce: []kir.Loop{loop("r", 0, 1)},
 			Body:   b.load(x, sum(times(v(0), 2), v(2)), c(0))}},
+		// The channel steps by two along the row.
+		{"strided_channel", &kir.Kernel{Out: o4, Shape: tile.Shape{2, 4}, Agg: tile.Max,
+			Reduce: []kir.Loop{loop("r", 0, 1)},
+			Body:   b.load(x, sum(times(v(0), 2), v(2)), times(v(1), 2))}},
+		// A row that starts inside the dimension but runs past its end.
+		{"row_overflow", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Max,
+			Reduce: []kir.Loop{loop("r", 0, 1)},
+			Body:   b.load(x, sum(times(v(0), 2), v(2)), sum(v(1), times(v(0), 4)))}},
 		// A sum is not a window form.
 		{"sum", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Sum,
 			Reduce: []kir.Loop{loop("r", 0, 1)},
