@@ -27,6 +27,8 @@ type Info struct {
 type Device interface {
 	Info() Info
 	// Compile checks and compiles g. The graph must have no building error.
+	// Compile is safe for concurrent use: several graphs may be compiled
+	// at once (each graph by one call at a time).
 	Compile(g *tile.Graph) (Executable, error)
 	// Close releases the device's resources.
 	Close() error

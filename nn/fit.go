@@ -193,17 +193,17 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	// Compile every executable an epoch needs before the first one starts,
 	// so that no epoch's time includes compiling.
 	n := train.Len()
+	var keys []progKey
 	for _, b := range batchSizes(n, s.batch) {
-		if _, err := m.program(progKey{trainProg, b}); err != nil {
-			return nil, err
-		}
+		keys = append(keys, progKey{trainProg, b})
 	}
 	if val != nil {
 		for _, b := range batchSizes(val.Len(), s.batch) {
-			if _, err := m.program(progKey{evalProg, b}); err != nil {
-				return nil, err
-			}
+			keys = append(keys, progKey{evalProg, b})
 		}
+	}
+	if err := m.programs(keys...); err != nil {
+		return nil, err
 	}
 
 	cbs := append(slices.Clone(s.callbacks), &historyCallback{h: hist})
@@ -431,10 +431,12 @@ func (m *Model) Evaluate(s Samples, opts ...FitOption) (Logs, error) {
 	if err := m.checkSamples("evaluation", s, true); err != nil {
 		return nil, err
 	}
+	var keys []progKey
 	for _, b := range batchSizes(s.Len(), set.batch) {
-		if _, err := m.program(progKey{evalProg, b}); err != nil {
-			return nil, err
-		}
+		keys = append(keys, progKey{evalProg, b})
+	}
+	if err := m.programs(keys...); err != nil {
+		return nil, err
 	}
 	bar := newProgressBar(set.out, set.verbose, (s.Len()+set.batch-1)/set.batch)
 	logs, err := m.evaluate(s, set.batch, "", bar)

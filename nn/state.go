@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tartanml/tartan/backend"
@@ -287,23 +288,71 @@ type progKey struct {
 // program returns the executable for key, building and compiling it on
 // first use.
 func (m *Model) program(key progKey) (*program, error) {
-	if p := m.progs[key]; p != nil {
-		return p, nil
-	}
-	if m.dev == nil {
-		return nil, fmt.Errorf("nn: model %q has no device; pass nn.OnDevice to Compile or call SetDevice", m.name)
-	}
-	start := time.Now()
-	g, err := m.buildGraph(key)
-	if err != nil {
+	if err := m.programs(key); err != nil {
 		return nil, err
 	}
-	exe, err := m.dev.Compile(g)
-	if err != nil {
-		return nil, fmt.Errorf("nn: compiling %s step of %q (batch %d) on device %s: %w", key.kind, m.name, key.batch, m.dev.Info().ID, err)
+	return m.progs[key], nil
+}
+
+// programs makes sure the executables for keys exist. The missing graphs
+// are built in order, then compiled at once: a device compiles several
+// programs faster together than one after another.
+func (m *Model) programs(keys ...progKey) error {
+	var todo []progKey
+	var graphs []*tile.Graph
+	for _, key := range keys {
+		if m.progs[key] != nil || slices.Contains(todo, key) {
+			continue
+		}
+		if m.dev == nil {
+			return fmt.Errorf("nn: model %q has no device; pass nn.OnDevice to Compile or call SetDevice", m.name)
+		}
+		g, err := m.buildGraph(key)
+		if err != nil {
+			return err
+		}
+		todo = append(todo, key)
+		graphs = append(graphs, g)
 	}
-	m.stats.Compiles++
+	if len(todo) == 0 {
+		return nil
+	}
+	start := time.Now()
+	exes := make([]backend.Executable, len(todo))
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			exes[i], errs[i] = m.dev.Compile(graphs[i])
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			for _, x := range exes {
+				if x != nil {
+					x.Close()
+				}
+			}
+			key := todo[i]
+			return fmt.Errorf("nn: compiling %s step of %q (batch %d) on device %s: %w", key.kind, m.name, key.batch, m.dev.Info().ID, err)
+		}
+	}
+	m.stats.Compiles += len(todo)
 	m.stats.CompileSeconds += time.Since(start).Seconds()
+	var bad error
+	for i, key := range todo {
+		if err := m.register(key, graphs[i], exes[i]); err != nil && bad == nil {
+			bad = err
+		}
+	}
+	return bad
+}
+
+// register records a compiled executable for key.
+func (m *Model) register(key progKey, g *tile.Graph, exe backend.Executable) error {
 	p := &program{key: key, g: g, exe: exe, have: map[string]int{}}
 	for _, v := range g.Variables() {
 		p.reads = append(p.reads, v.Op().(*tile.VariableOp).Name)
@@ -314,10 +363,10 @@ func (m *Model) program(key progKey) (*program, error) {
 	for _, name := range p.reads {
 		if !m.st.has(name) {
 			exe.Close()
-			return nil, fmt.Errorf("nn: internal: graph %q uses undeclared variable %q", g.Name(), name)
+			return fmt.Errorf("nn: internal: graph %q uses undeclared variable %q", g.Name(), name)
 		}
 	}
 	slices.Sort(p.updates)
 	m.progs[key] = p
-	return p, nil
+	return nil
 }

@@ -27,6 +27,7 @@ package conformance
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/tartanml/tartan/backend"
@@ -69,27 +70,85 @@ func Run(t *testing.T, dev backend.Device) {
 			}
 		})
 	}
+	t.Run("concurrent_compiles", func(t *testing.T) { checkConcurrent(t, dev, ref) })
+}
+
+// checkConcurrent compiles every fifth case at once on dev, as Device
+// promises it may, then checks each executable in turn.
+func checkConcurrent(t *testing.T, dev, ref backend.Device) {
+	type job struct {
+		c   Case
+		b   *Builder
+		x   backend.Executable
+		err error
+	}
+	var jobs []*job
+	for i, c := range Cases() {
+		if i%5 != 0 {
+			continue
+		}
+		b, err := prepare(c, uint64(i+1))
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		jobs = append(jobs, &job{c: c, b: b})
+	}
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j.x, j.err = dev.Compile(j.b.G)
+		}()
+	}
+	wg.Wait()
+	for _, j := range jobs {
+		if j.err != nil {
+			t.Errorf("%s: %s: compile: %v", j.c.Name, dev.Info().ID, j.err)
+			continue
+		}
+		err := compareOn(dev, j.x, ref, j.b, j.c)
+		j.x.Close()
+		if err != nil {
+			t.Errorf("%s: %v", j.c.Name, err)
+		}
+	}
 }
 
 // Check runs one case on dev and on the reference ref from random data drawn
 // with seed, and returns an error describing the first difference.
 func Check(dev, ref backend.Device, c Case, seed uint64) error {
-	b := &Builder{G: tile.NewGraph(c.Name), rng: rand.New(rand.NewPCG(seed, 0x7a27a2)),
-		feeds: map[string]any{}, vars: map[string]any{}}
-	c.Build(b)
-	if c.Grad {
-		if err := addGradients(b); err != nil {
-			return err
-		}
-	}
-	if err := b.G.Err(); err != nil {
-		return fmt.Errorf("building the graph: %w", err)
+	b, err := prepare(c, seed)
+	if err != nil {
+		return err
 	}
 	xd, err := dev.Compile(b.G)
 	if err != nil {
 		return fmt.Errorf("%s: compile: %w", dev.Info().ID, err)
 	}
 	defer xd.Close()
+	return compareOn(dev, xd, ref, b, c)
+}
+
+// prepare builds case c's graph and data from seed.
+func prepare(c Case, seed uint64) (*Builder, error) {
+	b := &Builder{G: tile.NewGraph(c.Name), rng: rand.New(rand.NewPCG(seed, 0x7a27a2)),
+		feeds: map[string]any{}, vars: map[string]any{}}
+	c.Build(b)
+	if c.Grad {
+		if err := addGradients(b); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.G.Err(); err != nil {
+		return nil, fmt.Errorf("building the graph: %w", err)
+	}
+	return b, nil
+}
+
+// compareOn runs xd, compiled on dev from b's graph, and the reference
+// for c's steps and compares every output and variable.
+func compareOn(dev backend.Device, xd backend.Executable, ref backend.Device, b *Builder, c Case) error {
 	xr, err := ref.Compile(b.G)
 	if err != nil {
 		return fmt.Errorf("reference: compile: %w", err)

@@ -36,12 +36,14 @@ func (p *workerPool) start() {
 	p.wake = make([]chan struct{}, p.n)
 	for w := 1; w < p.n; w++ {
 		p.wake[w] = make(chan struct{}, 1)
-		go p.worker(w)
+		go p.worker(w, p.wake[w])
 	}
 }
 
-func (p *workerPool) worker(w int) {
-	for range p.wake[w] {
+// worker serves regions until its channel is closed; it gets the channel
+// as an argument since close clears the pool's slot.
+func (p *workerPool) worker(w int, wake <-chan struct{}) {
+	for range wake {
 		p.drain(w)
 		p.done.Done()
 	}
