@@ -23,9 +23,15 @@
 //     rendered as matrix products too. Index arithmetic is integer
 //     arithmetic with floor-division helpers; Skip and Fill loads are
 //     bounds-checked reads; Epilogues are fused into the store.
-//   - Building (device.go, cache.go): one program per executable, its binary
-//     cached on disk under $XDG_CACHE_HOME/tartan/opencl keyed by the SHA-256
-//     of source, device, driver and options.
+//   - Merging (render_merge.go): independent point kernels share one
+//     launch, and chains of small dependent ones run as the stages of one
+//     work-group, so that a step makes few launches.
+//   - Building (device.go, render_shard.go, builder.go, cache.go): one
+//     program per executable, or, when helper processes are available, one
+//     per shard of its kernels, built by the helpers at once; binaries are
+//     cached on disk under $XDG_CACHE_HOME/tartan/opencl keyed by the
+//     SHA-256 of source, device, driver and options. A process started with
+//     EnvBuilder set serves builds for its parent and does nothing else.
 //   - Executing (executable.go): Device.Load allocates one buffer per
 //     storage slot and sets every kernel's arguments once; Run enqueues the
 //     launches without waiting; reads wait.
@@ -42,6 +48,8 @@
 // products of tf32 high parts and remainders per step, summed from zero and
 // added to the accumulator in float32 with round-to-nearest, which keeps
 // float32 accuracy) and MatmulTF32 trades accuracy for speed; WithMatmul and
-// $TARTAN_MATMUL choose. WithGEMMTile overrides the tiling for tuning, and
+// $TARTAN_MATMUL choose. With the default precision, products of fewer than
+// 2^27 multiply-adds stay on the ordinary cores: they are bound by latency,
+// and the tensor-core template takes twice as long to build. WithGEMMTile overrides the tiling for tuning, and
 // WithProfiling with Executable.Profile times every launch.
 package opencl
