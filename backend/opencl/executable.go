@@ -26,24 +26,8 @@ type Executable struct {
 	inputs   map[string]int
 	outputs  map[string]int
 	vars     map[string]int
-	staged   map[int]*staging // pinned host memory of large inputs, by buffer
 	closed   bool
 }
-
-// staging is a ring of pinned host regions through which a large input
-// reaches the device: SetInput encodes into the next region and enqueues
-// its transfer without waiting; a region is reused once the transfer that
-// last read it has completed (with several regions, long since).
-type staging struct {
-	regions []*cl.Pinned
-	events  []*cl.Event
-	next    int
-	off     bool // pinned memory could not be had: write as small inputs are
-}
-
-// stageMin is the input size from which writes go through pinned memory,
-// and stageRing the number of regions per input.
-const stageMin, stageRing = 16 << 10, 3
 
 type launch struct {
 	plan   launchPlan
@@ -268,12 +252,6 @@ func (e *Executable) write(what string, id int, data any) error {
 	if b.Size() == 0 {
 		return nil
 	}
-	n := b.Size() * storageSize(b.DType)
-	if n >= stageMin && e.p.Buffers[id].Kind == kir.Input {
-		if done, err := e.writeStaged(what, id, n, data); done || err != nil {
-			return err
-		}
-	}
 	bytes, err := encode(b.DType, data)
 	if err != nil {
 		return fmt.Errorf("opencl: %q: %s: %w", e.p.Name, what, err)
@@ -284,52 +262,6 @@ func (e *Executable) write(what string, id int, data any) error {
 	}
 	ev.Release()
 	return nil
-}
-
-// writeStaged writes input id's n bytes through its ring of pinned
-// regions. It reports false, with no error, when the input has no pinned
-// memory (the caller then writes it as a small input).
-func (e *Executable) writeStaged(what string, id, n int, data any) (bool, error) {
-	if e.staged == nil {
-		e.staged = map[int]*staging{}
-	}
-	st := e.staged[id]
-	if st == nil {
-		st = &staging{}
-		for range stageRing {
-			p, err := e.d.queue.NewPinned(n)
-			if err != nil {
-				st.off = true
-				break
-			}
-			st.regions = append(st.regions, p)
-		}
-		st.events = make([]*cl.Event, len(st.regions))
-		e.staged[id] = st
-	}
-	if st.off {
-		return false, nil
-	}
-	r := st.next
-	st.next = (r + 1) % len(st.regions)
-	if ev := st.events[r]; ev != nil {
-		err := ev.Wait()
-		ev.Release()
-		st.events[r] = nil
-		if err != nil {
-			return true, e.d.execError("writing "+what, err)
-		}
-	}
-	b := e.p.Buffers[id]
-	if err := encodeTo(st.regions[r].Bytes[:n], b.DType, data); err != nil {
-		return true, fmt.Errorf("opencl: %q: %s: %w", e.p.Name, what, err)
-	}
-	ev, err := e.d.queue.EnqueueWriteFromPinned(e.slots[b.Slot], 0, st.regions[r], 0, n)
-	if err != nil {
-		return true, e.d.execError("writing "+what, err)
-	}
-	st.events[r] = ev
-	return true, nil
 }
 
 // read copies buffer id into host data, waiting for the queue.
@@ -422,15 +354,6 @@ func (e *Executable) Close() error {
 	}
 	if e.d.usable() == nil {
 		keep(e.d.queue.Finish())
-	}
-	for _, st := range e.staged {
-		for i, ev := range st.events {
-			if ev != nil {
-				keep(ev.Wait())
-				ev.Release()
-			}
-			keep(st.regions[i].Release())
-		}
 	}
 	for _, l := range e.launches {
 		keep(l.kernel.Release())

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/tartanml/tartan/tile"
 )
@@ -24,7 +23,10 @@ func encode(dt tile.DType, data any) ([]byte, error) {
 	switch d := data.(type) {
 	case []float32:
 		out := make([]byte, 4*len(d))
-		return out, encodeTo(out, dt, d)
+		for i, x := range d {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
+		}
+		return out, nil
 	case []float64:
 		out := make([]byte, 8*len(d))
 		for i, x := range d {
@@ -54,30 +56,6 @@ func encode(dt tile.DType, data any) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("unsupported host type %T for %v", data, dt)
 }
-
-// encodeTo writes the device bytes of host data into out, which has room
-// for exactly them.
-func encodeTo(out []byte, dt tile.DType, data any) error {
-	if d, ok := data.([]float32); ok {
-		if littleEndian && len(d) > 0 {
-			copy(out, unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), 4*len(d)))
-			return nil
-		}
-		for i, x := range d {
-			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
-		}
-		return nil
-	}
-	b, err := encode(dt, data)
-	if err != nil {
-		return err
-	}
-	copy(out, b)
-	return nil
-}
-
-// littleEndian reports whether the host stores words as the devices do.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // decode stores device bytes of a dtype-dt buffer into host data dst.
 func decode(dt tile.DType, src []byte, dst any) error {

@@ -45,8 +45,6 @@ const (
 	fnEnqueueReadBuffer
 	fnEnqueueWriteBuffer
 	fnEnqueueCopyBuffer
-	fnEnqueueMapBuffer
-	fnEnqueueUnmapMemObject
 	fnEnqueueNDRangeKernel
 	fnGetExtensionFunctionAddress
 	fnEnqueueFillBuffer
@@ -98,8 +96,6 @@ var fnSpecs = [numFns]fnSpec{
 	fnEnqueueReadBuffer:                      {"clEnqueueReadBuffer", 48, 10},
 	fnEnqueueWriteBuffer:                     {"clEnqueueWriteBuffer", 49, 10},
 	fnEnqueueCopyBuffer:                      {"clEnqueueCopyBuffer", 50, 10},
-	fnEnqueueMapBuffer:                       {"clEnqueueMapBuffer", 56, 10},
-	fnEnqueueUnmapMemObject:                  {"clEnqueueUnmapMemObject", 58, 10},
 	fnEnqueueNDRangeKernel:                   {"clEnqueueNDRangeKernel", 59, 10},
 	fnGetExtensionFunctionAddress:            {"clGetExtensionFunctionAddress", 65, 10},
 	fnEnqueueFillBuffer:                      {"clEnqueueFillBuffer", 102, 12},
