@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tartanml/tartan/internal/debug"
 	"github.com/tartanml/tartan/kir"
 )
 
@@ -31,22 +32,7 @@ var (
 )
 
 func debugFromEnv() debugFlags {
-	var f debugFlags
-	for _, w := range strings.Split(os.Getenv("TARTAN_DEBUG"), ",") {
-		switch strings.TrimSpace(strings.ToLower(w)) {
-		case "kernels":
-			f.kernels = true
-		case "schedule":
-			f.schedule = true
-		case "memory":
-			f.memory = true
-		case "timing":
-			f.timing = true
-		case "all":
-			f = debugFlags{true, true, true, true}
-		}
-	}
-	return f
+	return debugFlags{kernels: debug.On("kernels"), schedule: debug.On("schedule"), memory: debug.On("memory"), timing: debug.On("timing")}
 }
 
 func (f debugFlags) any() bool { return f.kernels || f.schedule || f.memory || f.timing }

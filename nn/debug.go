@@ -3,21 +3,14 @@ package nn
 import (
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
+
+	"github.com/tartanml/tartan/internal/debug"
 )
 
-// debugTiming reports whether TARTAN_DEBUG (a comma list) includes
-// "timing": Fit then prints where each epoch's host time went.
-func debugTiming() bool {
-	for _, f := range strings.Split(os.Getenv("TARTAN_DEBUG"), ",") {
-		if strings.TrimSpace(f) == "timing" {
-			return true
-		}
-	}
-	return false
-}
+// debugTiming reports whether TARTAN_DEBUG lists "timing": Fit then prints
+// where each epoch's host time went.
+func debugTiming() bool { return debug.On("timing") }
 
 // hostTimes accumulates the host time of a training epoch by phase.
 type hostTimes struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/opencl/cl"
+	"github.com/tartanml/tartan/internal/debug"
 	"github.com/tartanml/tartan/kir"
 )
 
@@ -440,14 +441,7 @@ func debugKernels(d *Device, p *kir.Program, r *rendered) {
 	fmt.Fprintln(os.Stderr, r.Source)
 }
 
-// debugOn reports whether TARTAN_DEBUG (a comma list) includes what.
-func debugOn(what string) bool {
-	for _, f := range strings.Split(os.Getenv("TARTAN_DEBUG"), ",") {
-		if strings.TrimSpace(f) == what {
-			return true
-		}
-	}
-	return false
-}
+// debugOn reports whether TARTAN_DEBUG lists what.
+func debugOn(what string) bool { return debug.On(what) }
 
 var _ backend.Executable = (*Executable)(nil)

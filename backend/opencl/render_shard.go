@@ -2,6 +2,7 @@ package opencl
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -84,18 +85,13 @@ func (r *renderer) shardLaunches(src string) string {
 	return out.String()
 }
 
-// kernelName returns the function name of a __kernel definition.
+// kernelName returns the function name of a __kernel definition: every
+// kernel the renderer writes returns void.
 func kernelName(text string) string {
-	head, _, _ := strings.Cut(text, "(")
-	for strings.Contains(text, "__attribute__((") && strings.HasSuffix(strings.TrimSpace(head), "__attribute__") {
-		// The attribute's parentheses come first.
-		_, rest, _ := strings.Cut(text, "))")
-		text = rest
-		head, _, _ = strings.Cut(text, "(")
+	if m := kernelDecl.FindStringSubmatch(text); m != nil {
+		return m[1]
 	}
-	f := strings.Fields(head)
-	if len(f) == 0 {
-		return ""
-	}
-	return f[len(f)-1]
+	return ""
 }
+
+var kernelDecl = regexp.MustCompile(`\bvoid\s+(\w+)\s*\(`)
