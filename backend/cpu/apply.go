@@ -24,9 +24,9 @@ func execApply(fr *frame, in *instr, m int) {
 		if a.lane == laneF {
 			fa, fb := fr.f[a.reg][:m], fr.f[b.reg][:m]
 			n := simdBinaryF(fn, d, fa, fb)
-			compareF(fn, d[n:], fa[n:], fb[n:])
+			compareLanes(fn, d[n:], fa[n:], fb[n:])
 		} else {
-			compareD(fn, d, fr.d[a.reg][:m], fr.d[b.reg][:m])
+			compareLanes(fn, d, fr.d[a.reg][:m], fr.d[b.reg][:m])
 		}
 	case in.lane == laneF:
 		d := fr.outF(in.dst, m)
@@ -103,115 +103,43 @@ func b2f32(b bool) float32 {
 // one32 is the bit pattern of float32 1, the value of true.
 const one32 = 0x3f800000
 
-// compareF compares float32 lanes into booleans (0 or 1). The loops select
-// integer bit patterns, which compile to conditional moves rather than
-// branches that data-dependent outcomes would mispredict.
-func compareF(fn tile.Fn, d []float32, a, b []float32) {
+// compareLanes compares float lanes into booleans (float32 0 or 1). The loops
+// select integer bit patterns, which compile to conditional moves rather
+// than branches that data-dependent outcomes would mispredict.
+func compareLanes[T float32 | float64](fn tile.Fn, d []float32, a, b []T) {
 	b = b[:len(a)]
 	d = d[:len(a)]
-	switch fn {
-	case tile.Eq:
-		for i := range a {
-			var m uint32
-			if a[i] == b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
+	set := func(t bool) float32 {
+		var m uint32
+		if t {
+			m = one32
 		}
-	case tile.Ne:
-		for i := range a {
-			var m uint32
-			if a[i] != b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
-		}
-	case tile.Lt:
-		for i := range a {
-			var m uint32
-			if a[i] < b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
-		}
-	case tile.Le:
-		for i := range a {
-			var m uint32
-			if a[i] <= b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
-		}
-	case tile.Gt:
-		for i := range a {
-			var m uint32
-			if a[i] > b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
-		}
-	case tile.Ge:
-		for i := range a {
-			var m uint32
-			if a[i] >= b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
-		}
+		return math.Float32frombits(m)
 	}
-}
-
-func compareD(fn tile.Fn, d []float32, a, b []float64) {
-	b = b[:len(a)]
-	d = d[:len(a)]
 	switch fn {
 	case tile.Eq:
 		for i := range a {
-			var m uint32
-			if a[i] == b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
+			d[i] = set(a[i] == b[i])
 		}
 	case tile.Ne:
 		for i := range a {
-			var m uint32
-			if a[i] != b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
+			d[i] = set(a[i] != b[i])
 		}
 	case tile.Lt:
 		for i := range a {
-			var m uint32
-			if a[i] < b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
+			d[i] = set(a[i] < b[i])
 		}
 	case tile.Le:
 		for i := range a {
-			var m uint32
-			if a[i] <= b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
+			d[i] = set(a[i] <= b[i])
 		}
 	case tile.Gt:
 		for i := range a {
-			var m uint32
-			if a[i] > b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
+			d[i] = set(a[i] > b[i])
 		}
 	case tile.Ge:
 		for i := range a {
-			var m uint32
-			if a[i] >= b[i] {
-				m = one32
-			}
-			d[i] = math.Float32frombits(m)
+			d[i] = set(a[i] >= b[i])
 		}
 	}
 }

@@ -62,7 +62,7 @@ func TestVectorLoops(t *testing.T) {
 			d := make([]float32, n)
 			k := simdBinaryF(c.fn, d, a, b)
 			if c.fn.IsComparison() {
-				compareF(c.fn, d[k:], a[k:], b[k:])
+				compareLanes(c.fn, d[k:], a[k:], b[k:])
 			} else {
 				binaryF(c.fn, d[k:], a[k:], b[k:])
 			}
