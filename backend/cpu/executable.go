@@ -136,20 +136,30 @@ func inferGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool)
 
 // SetInput implements backend.Executable.
 func (x *Executable) SetInput(name string, data any) error {
-	if x.closed {
-		return errClosed
-	}
-	id, ok := x.inputs[name]
-	if !ok {
-		return fmt.Errorf("cpu: program %q has no input %q", x.prog.Name, name)
-	}
-	b := x.bufs[id]
-	if err := b.checkHost("input", data); err != nil {
+	b, err := x.host("input", x.inputs, name, data)
+	if err != nil {
 		return err
 	}
 	b.write(data)
-	x.given[id] = true
+	x.given[x.inputs[name]] = true
 	return nil
+}
+
+// host returns the buffer named name among those of kind in m, after
+// checking that the executable is open and that host data fits it.
+func (x *Executable) host(kind string, m map[string]int, name string, data any) (*buffer, error) {
+	if x.closed {
+		return nil, errClosed
+	}
+	id, ok := m[name]
+	if !ok {
+		return nil, fmt.Errorf("cpu: program %q has no %s %q", x.prog.Name, kind, name)
+	}
+	b := x.bufs[id]
+	if err := b.checkHost(kind, data); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 var errClosed = errors.New("cpu: executable is closed")
@@ -174,19 +184,12 @@ func (x *Executable) Run() error {
 
 // ReadOutput implements backend.Executable.
 func (x *Executable) ReadOutput(name string, dst any) error {
-	if x.closed {
-		return errClosed
-	}
-	id, ok := x.outputs[name]
-	if !ok {
-		return fmt.Errorf("cpu: program %q has no output %q", x.prog.Name, name)
+	b, err := x.host("output", x.outputs, name, dst)
+	if err != nil {
+		return err
 	}
 	if !x.ran {
 		return fmt.Errorf("cpu: program %q: output %q read before any run", x.prog.Name, name)
-	}
-	b := x.bufs[id]
-	if err := b.checkHost("output", dst); err != nil {
-		return err
 	}
 	b.read(dst)
 	return nil
@@ -194,15 +197,8 @@ func (x *Executable) ReadOutput(name string, dst any) error {
 
 // ReadVariable implements backend.Executable.
 func (x *Executable) ReadVariable(name string, dst any) error {
-	if x.closed {
-		return errClosed
-	}
-	id, ok := x.vars[name]
-	if !ok {
-		return fmt.Errorf("cpu: program %q has no variable %q", x.prog.Name, name)
-	}
-	b := x.bufs[id]
-	if err := b.checkHost("variable", dst); err != nil {
+	b, err := x.host("variable", x.vars, name, dst)
+	if err != nil {
 		return err
 	}
 	b.read(dst)
@@ -211,15 +207,8 @@ func (x *Executable) ReadVariable(name string, dst any) error {
 
 // WriteVariable implements backend.Executable.
 func (x *Executable) WriteVariable(name string, data any) error {
-	if x.closed {
-		return errClosed
-	}
-	id, ok := x.vars[name]
-	if !ok {
-		return fmt.Errorf("cpu: program %q has no variable %q", x.prog.Name, name)
-	}
-	b := x.bufs[id]
-	if err := b.checkHost("variable", data); err != nil {
+	b, err := x.host("variable", x.vars, name, data)
+	if err != nil {
 		return err
 	}
 	b.write(data)
