@@ -137,7 +137,12 @@ type builder struct {
 	enc  *json.Encoder
 	dec  *json.Decoder
 	stop func() // closes the pipes and waits for the process
+	kill func() // ends the process at once
 }
+
+// builderTimeout bounds one build by a helper; a helper that takes longer
+// is presumed stuck, killed, and the shard built in-process.
+var builderTimeout = 5 * time.Minute
 
 // poolSize is the number of helpers to start: one per spare processor, at
 // most maxShards, or what TARTAN_OPENCL_BUILDERS says.
@@ -230,9 +235,13 @@ func (bp *builderPool) build(source, options string) (bin []byte, ok bool) {
 		return nil, false
 	}
 	var rep buildReply
+	watchdog := time.AfterFunc(builderTimeout, b.kill)
 	err := b.enc.Encode(buildRequest{Source: source, Options: options})
 	if err == nil {
 		err = b.dec.Decode(&rep)
+	}
+	if !watchdog.Stop() && err == nil {
+		err = errors.New("opencl: builder timed out")
 	}
 	if err != nil {
 		b.stop()

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tartanml/tartan/compile"
 )
@@ -84,5 +85,48 @@ func TestShardBuildFailureIsReported(t *testing.T) {
 func TestBuilderNeedsItsDevice(t *testing.T) {
 	if _, _, err := builderContext("opencl:99:0"); err == nil {
 		t.Error("builderContext of a missing device succeeded")
+	}
+}
+
+// TestStuckHelperIsKilled gives helpers no time at all: each is killed by
+// the watchdog and its shard built in-process, and the program still loads.
+func TestStuckHelperIsKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts helper processes")
+	}
+	t.Setenv(envBuilders, "2")
+	saved := builderTimeout
+	builderTimeout = time.Nanosecond
+	defer func() { builderTimeout = saved }()
+	g, _ := buildSuite(t, "stuck", func(gc graphCase) bool {
+		return slices.Contains([]string{"sgd", "softmax_ce", "pool", "reductions", "unary", "binary"}, gc.name)
+	})
+	for _, c := range candidates(t) {
+		d, err := OpenCandidate(c, WithCacheDir(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := compile.Compile(g, d.Target())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := render(p, d.traits(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		progs, err := d.buildProgram("stuck", r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.ID, err)
+		}
+		if len(progs) != r.Shards {
+			t.Errorf("%s: %d programs for %d shards", c.ID, len(progs), r.Shards)
+		}
+		for _, q := range progs {
+			q.Release()
+		}
+		if n := d.builders.built.Load(); n != 0 {
+			t.Errorf("%s: helpers built %d shards despite the watchdog", c.ID, n)
+		}
+		d.Close()
 	}
 }

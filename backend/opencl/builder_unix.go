@@ -41,8 +41,9 @@ func spawnBuilder(id string) (*builder, error) {
 	repW.Close()
 	var once sync.Once
 	return &builder{
-		enc: json.NewEncoder(reqW),
-		dec: json.NewDecoder(repR),
+		enc:  json.NewEncoder(reqW),
+		dec:  json.NewDecoder(repR),
+		kill: func() { cmd.Process.Kill() },
 		stop: func() {
 			once.Do(func() {
 				reqW.Close() // the helper sees the end of its requests and exits
