@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
@@ -25,7 +26,17 @@ import (
 //     with or without the outer select (the extremum's cotangent routed to
 //     that position), G being a row load C[…] or its dropout
 //     select(M[…], C[…], 0) · s, with M a boolean row and s a finite
-//     constant.
+//     constant;
+//   - windowRouteSum: D[x] = Σ over the windows r that hold x of
+//     windowRoute's body, optionally followed by the epilogue
+//     select(A[x] > 0, acc, 0) (overlapping windows: a point belongs to
+//     several, found through floor divisions and modulos that mix x and r).
+//
+// Index expressions may mix two variables in a floor division or modulo
+// (see sepForm). Before matching, guards that repeat the kernel's own bounds
+// are dropped (see implier), as a padded window's value carries one, and
+// the affine Where conditions are checked per reduction loop, a failing one
+// skipping the loops inside it.
 //
 // Results equal the generic executor's (and kir.Interpret's) exactly: the
 // aggregations are exact in float32 and an output point with no
@@ -49,14 +60,18 @@ type windowKernel struct {
 	ext       *rowAccess // O (windowFirst)
 	pos       *rowAccess // Pos, one element (windowFirst, windowRoute)
 	act       *rowAccess // A (windowRoute); nil without the outer select
+	epiAct    *rowAccess // A' (windowRouteSum); nil without the epilogue
 	first     *rowAccess // F (windowRoute)
 	cot       *rowAccess // C (windowRoute)
 	mask      *rowAccess // M (windowRoute), boolean; nil without dropout
 	scale     float32    // s (windowRoute with dropout)
 	conds     []rowCond  // affine Where conditions
-	perTask   int        // rows per task
-	workers   int
-	x         *Executable
+	// levels holds conds by level: level 0 those of the output variables
+	// only, level l+1 those whose innermost reduction variable is l.
+	levels  [][]rowCond
+	perTask int // rows per task
+	workers int
+	x       *Executable
 }
 
 type windowForm uint8
@@ -65,14 +80,18 @@ const (
 	windowReduce windowForm = iota
 	windowFirst
 	windowRoute
+	windowRouteSum
 )
 
 // sepForm is an integer index expression written as a constant plus one
-// tabulated function per loop variable: the value at loop positions pos
-// (variable v at its range's Lo plus pos[v]) is c + Σ t[pos[v]].
+// tabulated function per loop variable, and per pair of loop variables that
+// a floor division or modulo mixes: the value at loop positions pos
+// (variable v at its range's Lo plus pos[v]) is
+// c + Σ t[pos[v]] + Σ pt[pos[v]·nw + pos[w]].
 type sepForm struct {
-	c    int
-	tabs []varTab
+	c     int
+	tabs  []varTab
+	pairs []pairTab
 }
 
 type varTab struct {
@@ -80,32 +99,71 @@ type varTab struct {
 	t []int
 }
 
+// pairTab tabulates a term of two variables v and w, w's range having nw
+// points, row-major in (v, w).
+type pairTab struct {
+	v, w, nw int
+	t        []int
+}
+
+// maxPairTab bounds the entries of a pairTab.
+const maxPairTab = 1 << 16
+
 func (s *sepForm) at(pos []int) int {
 	x := s.c
 	for i := range s.tabs {
 		x += s.tabs[i].t[pos[s.tabs[i].v]]
 	}
+	for i := range s.pairs {
+		p := &s.pairs[i]
+		x += p.t[pos[p.v]*p.nw+pos[p.w]]
+	}
 	return x
 }
 
-// bounds returns the least and greatest value of s over the loop ranges.
+// bounds returns the least and greatest value of s over the loop ranges
+// (a bound that a pair's table may not attain jointly with the others').
 func (s *sepForm) bounds() (lo, hi int) {
 	lo, hi = s.c, s.c
-	for _, t := range s.tabs {
-		mn, mx := t.t[0], t.t[0]
-		for _, x := range t.t {
+	span := func(t []int) {
+		mn, mx := t[0], t[0]
+		for _, x := range t {
 			mn, mx = min(mn, x), max(mx, x)
 		}
 		lo, hi = lo+mn, hi+mx
 	}
+	for _, t := range s.tabs {
+		span(t.t)
+	}
+	for _, p := range s.pairs {
+		span(p.t)
+	}
 	return lo, hi
 }
 
-// add returns s + k·o, merging the tables of one variable.
+// uses reports whether s depends on variable v through a table.
+func (s *sepForm) uses(v int) bool {
+	for _, t := range s.tabs {
+		if t.v == v {
+			return true
+		}
+	}
+	for _, p := range s.pairs {
+		if p.v == v || p.w == v {
+			return true
+		}
+	}
+	return false
+}
+
+// add returns s + k·o, merging the tables of one variable or pair.
 func (s sepForm) add(o sepForm, k int) sepForm {
 	out := sepForm{c: s.c + k*o.c}
 	for _, t := range s.tabs {
 		out.tabs = append(out.tabs, varTab{t.v, append([]int(nil), t.t...)})
+	}
+	for _, p := range s.pairs {
+		out.pairs = append(out.pairs, pairTab{p.v, p.w, p.nw, append([]int(nil), p.t...)})
 	}
 	for _, t := range o.tabs {
 		merged := false
@@ -124,6 +182,25 @@ func (s sepForm) add(o sepForm, k int) sepForm {
 				tt[j] = k * x
 			}
 			out.tabs = append(out.tabs, varTab{t.v, tt})
+		}
+	}
+	for _, p := range o.pairs {
+		merged := false
+		for i := range out.pairs {
+			if q := &out.pairs[i]; q.v == p.v && q.w == p.w {
+				for j, x := range p.t {
+					q.t[j] += k * x
+				}
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			tt := make([]int, len(p.t))
+			for j, x := range p.t {
+				tt[j] = k * x
+			}
+			out.pairs = append(out.pairs, pairTab{p.v, p.w, p.nw, tt})
 		}
 	}
 	return out
@@ -147,7 +224,8 @@ func ixVars(x *kir.Ix, seen map[int]bool) bool {
 }
 
 // separate writes x as a sepForm over the variable ranges, or reports false
-// when a floor division or modulo mixes variables or x uses a loaded value.
+// when x uses a loaded value, or a floor division or modulo mixes more than
+// two variables (or two whose table would be too large).
 func separate(x *kir.Ix, ranges []kir.Range) (sepForm, bool) {
 	seen := map[int]bool{}
 	if !ixVars(x, seen) {
@@ -190,7 +268,30 @@ func separate(x *kir.Ix, ranges []kir.Range) (sepForm, bool) {
 		}
 		return sepForm{}.add(a, x.C), true
 	}
-	return sepForm{}, false
+	if len(seen) != 2 {
+		return sepForm{}, false
+	}
+	// A floor division or modulo of two variables, such as the window
+	// (x − k) div s of an output point x that overlapping windows share.
+	var vw []int
+	for u := range seen {
+		vw = append(vw, u)
+	}
+	v, w := min(vw[0], vw[1]), max(vw[0], vw[1])
+	rv, rw := ranges[v], ranges[w]
+	nv, nw := rv.Hi-rv.Lo+1, rw.Hi-rw.Lo+1
+	if nv <= 0 || nw <= 0 || nv > maxPairTab/nw {
+		return sepForm{}, false
+	}
+	t := make([]int, nv*nw)
+	for i := range nv {
+		vals[v] = rv.Lo + i
+		for j := range nw {
+			vals[w] = rw.Lo + j
+			t[i*nw+j] = kir.EvalIx(x, vals, nil)
+		}
+	}
+	return sepForm{pairs: []pairTab{{v, w, nw, t}}}, true
 }
 
 // rowAccess is a load of a windowKernel: a row (the channel vector at one
@@ -310,7 +411,12 @@ func rowStart(x *kir.Ix, ranges []kir.Range, ch, chExt int) (sepForm, bool) {
 	if !ok {
 		return sepForm{}, false
 	}
-	rest := sepForm{c: s.c}
+	for _, p := range s.pairs {
+		if p.v == ch || p.w == ch {
+			return sepForm{}, false
+		}
+	}
+	rest := sepForm{c: s.c, pairs: s.pairs}
 	found := false
 	for _, t := range s.tabs {
 		if t.v != ch {
@@ -385,7 +491,7 @@ func sameIx(a, b *kir.Ix) bool {
 // none of its forms.
 func newWindowKernel(p *kir.Program, k *kir.Kernel) (*windowKernel, bool) {
 	nout := len(k.Shape)
-	if nout == 0 || k.Epilogue != nil || p.Buffers[k.Out].DType != tile.Float32 ||
+	if nout == 0 || p.Buffers[k.Out].DType != tile.Float32 ||
 		!p.Buffers[k.Out].Shape.Equal(k.Shape) || k.Shape[nout-1] == 0 || k.Shape[nout-1] > chunk {
 		return nil, false
 	}
@@ -407,6 +513,7 @@ func newWindowKernel(p *kir.Program, k *kir.Kernel) (*windowKernel, bool) {
 	}
 	// Where conditions: affine ones, and for windowFirst one on V ≠ O.
 	var valueCond *kir.Expr
+	var affine []kir.Cond
 	for _, c := range k.Where {
 		if c.X.Op == kir.IxValue {
 			if valueCond != nil || c.Bound != 1 {
@@ -424,21 +531,54 @@ func newWindowKernel(p *kir.Program, k *kir.Kernel) (*windowKernel, bool) {
 			return nil, false
 		}
 		w.conds = append(w.conds, rowCond{s, c.Bound})
+		affine = append(affine, c)
+	}
+	// Guards that repeat the affine conditions (a padded window's value
+	// wrapped in a select on its index range) go before matching.
+	im := implier{ranges: ranges, where: affine}
+	body := im.simplify(k.Body)
+	if valueCond != nil {
+		valueCond = im.simplify(valueCond)
 	}
 	var ok bool
 	switch {
+	case k.Epilogue != nil:
+		if len(k.Reduce) > 0 && k.Agg == tile.Sum && valueCond == nil {
+			w.form = windowRouteSum
+			ok = w.matchEpilogue(p, im.simplify(k.Epilogue), ranges) && w.matchRoute(p, body, ranges)
+		}
 	case len(k.Reduce) > 0 && (k.Agg == tile.Max || k.Agg == tile.Min) && valueCond == nil:
 		w.form, w.agg = windowReduce, k.Agg
-		w.src, w.relu, ok = windowValue(p, k.Body, ranges, ch, w.ch)
+		w.src, w.relu, ok = windowValue(p, body, ranges, ch, w.ch)
 	case len(k.Reduce) > 0 && k.Agg == tile.Min && valueCond != nil:
 		w.form = windowFirst
-		ok = w.matchFirst(p, k, valueCond, ranges)
+		ok = w.matchFirst(p, k, body, valueCond, ranges)
+	case len(k.Reduce) > 0 && k.Agg == tile.Sum && valueCond == nil:
+		w.form = windowRouteSum
+		ok = w.matchRoute(p, body, ranges)
 	case len(k.Reduce) == 0 && valueCond == nil && len(w.conds) == 0:
 		w.form = windowRoute
-		ok = w.matchRoute(p, k.Body, ranges)
+		ok = w.matchRoute(p, body, ranges)
 	}
 	if !ok {
 		return nil, false
+	}
+	w.levels = make([][]rowCond, len(w.red)+1)
+	for _, c := range w.conds {
+		lv := 0
+		for l := range w.red {
+			if c.x.uses(nout + l) {
+				lv = l + 1
+			}
+		}
+		w.levels[lv] = append(w.levels[lv], c)
+	}
+	// The accesses read only where the conditions hold need not check
+	// what the conditions already do.
+	for _, a := range []*rowAccess{w.src, w.pos, w.first, w.cot, w.act, w.mask} {
+		if a != nil {
+			a.checks = w.uncheckedBy(a.checks)
+		}
 	}
 	w.perTask = max(1, grain/(w.ch*w.redPts*4))
 	return w, true
@@ -446,7 +586,7 @@ func newWindowKernel(p *kir.Program, k *kir.Kernel) (*windowKernel, bool) {
 
 // matchFirst recognises windowFirst: cond is V ≠ O (either way round) and
 // the body is one element of a position buffer.
-func (w *windowKernel) matchFirst(p *kir.Program, k *kir.Kernel, cond *kir.Expr, ranges []kir.Range) bool {
+func (w *windowKernel) matchFirst(p *kir.Program, k *kir.Kernel, body, cond *kir.Expr, ranges []kir.Range) bool {
 	if cond.Op != kir.Apply || cond.Fn != tile.Ne || len(cond.Args) != 2 {
 		return false
 	}
@@ -464,7 +604,7 @@ func (w *windowKernel) matchFirst(p *kir.Program, k *kir.Kernel, cond *kir.Expr,
 		if !ok || !ext.row || !w.outerOnly(o) {
 			continue
 		}
-		pos, ok := newRowAccess(p, k.Body, ranges, ch, w.ch)
+		pos, ok := newRowAccess(p, body, ranges, ch, w.ch)
 		if !ok || pos.row {
 			return false
 		}
@@ -498,7 +638,26 @@ func (w *windowKernel) outerOnly(e *kir.Expr) bool {
 	return true
 }
 
-// matchRoute recognises windowRoute's body.
+// matchEpilogue recognises windowRouteSum's epilogue select(A' > 0, acc, 0),
+// A' a row load of the output variables.
+func (w *windowKernel) matchEpilogue(p *kir.Program, e *kir.Expr, ranges []kir.Range) bool {
+	if e.Op != kir.Apply || e.Fn != tile.Select || len(e.Args) != 3 || !isZero(e.Args[2]) ||
+		e.Args[1].Op != kir.Acc || e.Args[1].DType != tile.Float32 {
+		return false
+	}
+	c := e.Args[0]
+	if c.Op != kir.Apply || c.Fn != tile.Gt || len(c.Args) != 2 || !isZero(c.Args[1]) || !w.outerOnly(c.Args[0]) {
+		return false
+	}
+	act, ok := newRowAccess(p, c.Args[0], ranges, len(w.outer), w.ch)
+	if !ok || !act.row {
+		return false
+	}
+	w.epiAct = act
+	return true
+}
+
+// matchRoute recognises the body of windowRoute and windowRouteSum.
 func (w *windowKernel) matchRoute(p *kir.Program, body *kir.Expr, ranges []kir.Range) bool {
 	ch := len(w.outer)
 	sel := func(e *kir.Expr) (c, a *kir.Expr, ok bool) {
@@ -603,6 +762,8 @@ func (w *windowKernel) runTask(wk, t int) {
 			w.firstRow(fr, pos, dst)
 		case windowRoute:
 			w.routeRow(fr, pos, dst)
+		case windowRouteSum:
+			w.routeSumRow(fr, pos, dst)
 		}
 		for l := len(w.outer) - 1; l >= 0; l-- {
 			pos[l]++
@@ -614,24 +775,107 @@ func (w *windowKernel) runTask(wk, t int) {
 	}
 }
 
-// nextRed advances the reduction positions, innermost fastest, and reports
-// false after the last point.
-func (w *windowKernel) nextRed(pos []int) bool {
-	base := len(w.outer) + 1
-	for l := len(w.red) - 1; l >= 0; l-- {
-		pos[base+l]++
-		if pos[base+l] < w.red[l] {
-			return true
+// uncheckedBy returns the range checks that no affine Where condition
+// implies: a condition 0 ≤ x < b implies a check 0 ≤ x < b' of the same x
+// with b ≤ b'.
+func (w *windowKernel) uncheckedBy(checks []rowCheck) []rowCheck {
+	var out []rowCheck
+	for _, ck := range checks {
+		implied := false
+		for _, c := range w.conds {
+			implied = implied || (c.bound <= ck.bound && sameSep(&c.x, &ck.x))
 		}
-		pos[base+l] = 0
+		if !implied {
+			out = append(out, ck)
+		}
 	}
-	return false
+	return out
 }
 
-// condsHold reports whether the affine Where conditions hold at pos.
-func (w *windowKernel) condsHold(pos []int) bool {
-	for i := range w.conds {
-		c := &w.conds[i]
+// sameSep reports whether a and b have the same constant and tables.
+func sameSep(a, b *sepForm) bool {
+	if a.c != b.c || len(a.tabs) != len(b.tabs) || len(a.pairs) != len(b.pairs) {
+		return false
+	}
+	for _, t := range a.tabs {
+		found := false
+		for _, u := range b.tabs {
+			found = found || (t.v == u.v && slices.Equal(t.t, u.t))
+		}
+		if !found {
+			return false
+		}
+	}
+	for _, p := range a.pairs {
+		found := false
+		for _, q := range b.pairs {
+			found = found || (p.v == q.v && p.w == q.w && slices.Equal(p.t, q.t))
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// firstRed sets the reduction positions to the first point, in loop order,
+// where the affine Where conditions hold, and reports false when there is
+// none.
+func (w *windowKernel) firstRed(pos []int) bool {
+	clear(pos[len(w.outer)+1:])
+	return len(w.conds) == 0 || w.levelHolds(0, pos) && w.seek(pos, 0)
+}
+
+// nextRed moves the reduction positions to the next point, innermost
+// fastest, where the affine Where conditions hold, and reports false after
+// the last one.
+func (w *windowKernel) nextRed(pos []int) bool {
+	base := len(w.outer) + 1
+	l := len(w.red) - 1
+	for {
+		pos[base+l]++
+		if pos[base+l] < w.red[l] {
+			break
+		}
+		pos[base+l] = 0
+		if l--; l < 0 {
+			return false
+		}
+	}
+	return len(w.conds) == 0 || w.seek(pos, l)
+}
+
+// seek moves the reduction positions to the first point from pos on where
+// every condition holds, and reports false when there is none. On entry the
+// conditions of the levels before reduction loop l hold and the positions
+// of the loops after l are 0. A level's conditions failing skips the whole
+// range of the loops inside it.
+func (w *windowKernel) seek(pos []int, l int) bool {
+	base := len(w.outer) + 1
+	for l < len(w.red) {
+		if w.levelHolds(l+1, pos) {
+			l++
+			continue
+		}
+		for {
+			pos[base+l]++
+			if pos[base+l] < w.red[l] {
+				break
+			}
+			pos[base+l] = 0
+			if l--; l < 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// levelHolds reports whether the conditions of level i (see levels) hold at
+// pos.
+func (w *windowKernel) levelHolds(i int, pos []int) bool {
+	for j := range w.levels[i] {
+		c := &w.levels[i][j]
 		if x := c.x.at(pos); x < 0 || x >= c.bound {
 			return false
 		}
@@ -660,30 +904,23 @@ func (w *windowKernel) elemOf(fr *frame, a *rowAccess, pos []int) (v float32, ok
 }
 
 func (w *windowKernel) reduceRow(fr *frame, pos []int, dst []float32) {
-	base := len(w.outer) + 1
-	clear(pos[base:])
 	has := false
-	for {
-		if w.condsHold(pos) {
-			if s := w.rowOf(fr, w.src, pos); s != nil {
-				switch {
-				case !has && w.relu:
-					n := simdRelu(dst, s)
-					reluRow(dst[n:], s[n:])
-				case !has:
-					copy(dst, s)
-				case w.relu:
-					n := simdReluAgg(w.agg, dst, s)
-					aggRow(w.agg, dst[n:], s[n:], true)
-				default:
-					n := simdAggregateF32(w.agg, dst, s)
-					aggRow(w.agg, dst[n:], s[n:], false)
-				}
-				has = true
+	for ok := w.firstRed(pos); ok; ok = w.nextRed(pos) {
+		if s := w.rowOf(fr, w.src, pos); s != nil {
+			switch {
+			case !has && w.relu:
+				n := simdRelu(dst, s)
+				reluRow(dst[n:], s[n:])
+			case !has:
+				copy(dst, s)
+			case w.relu:
+				n := simdReluAgg(w.agg, dst, s)
+				aggRow(w.agg, dst[n:], s[n:], true)
+			default:
+				n := simdAggregateF32(w.agg, dst, s)
+				aggRow(w.agg, dst[n:], s[n:], false)
 			}
-		}
-		if !w.nextRed(pos) {
-			break
+			has = true
 		}
 	}
 	if !has {
@@ -734,24 +971,19 @@ func (w *windowKernel) firstRow(fr *frame, pos []int, dst []float32) {
 	} else {
 		clear(fr.has[:w.ch])
 	}
-	for {
-		if w.condsHold(pos) {
-			p, ok := w.elemOf(fr, w.pos, pos)
-			var s []float32
-			if ok {
-				s = w.rowOf(fr, w.src, pos)
-			}
-			switch {
-			case s == nil:
-			case w.posFinite:
-				n := simdFirst(dst, s, ext, p, w.relu)
-				firstRowInf(dst[n:], s[n:], ext[n:], p, w.relu)
-			default:
-				firstRowAt(dst, fr.has[:w.ch], s, ext, p, w.relu)
-			}
+	for more := w.firstRed(pos); more; more = w.nextRed(pos) {
+		p, ok := w.elemOf(fr, w.pos, pos)
+		var s []float32
+		if ok {
+			s = w.rowOf(fr, w.src, pos)
 		}
-		if !w.nextRed(pos) {
-			break
+		switch {
+		case s == nil:
+		case w.posFinite:
+			n := simdFirst(dst, s, ext, p, w.relu)
+			firstRowInf(dst[n:], s[n:], ext[n:], p, w.relu)
+		default:
+			firstRowAt(dst, fr.has[:w.ch], s, ext, p, w.relu)
 		}
 	}
 	if w.posFinite {
@@ -803,24 +1035,26 @@ func firstRowAt(dst []float32, has []bool, s, ext []float32, p float32, relu boo
 	}
 }
 
-func (w *windowKernel) routeRow(fr *frame, pos []int, dst []float32) {
+// routeRow sets dst to the routed row at pos and reports true, or clears
+// dst and reports false when the point is skipped.
+func (w *windowKernel) routeRow(fr *frame, pos []int, dst []float32) bool {
 	p, ok := w.elemOf(fr, w.pos, pos)
 	if !ok {
 		clear(dst)
-		return
+		return false
 	}
 	var act []float32
 	if w.act != nil {
 		if act = w.rowOf(fr, w.act, pos); act == nil {
 			clear(dst)
-			return
+			return false
 		}
 	}
 	first := w.rowOf(fr, w.first, pos)
 	cot := w.rowOf(fr, w.cot, pos)
 	if first == nil || cot == nil {
 		clear(dst)
-		return
+		return false
 	}
 	n := simdRoute(dst, act, first, cot, p)
 	if act != nil {
@@ -831,9 +1065,60 @@ func (w *windowKernel) routeRow(fr *frame, pos []int, dst []float32) {
 		mask := w.boolRowOf(fr, w.mask, pos)
 		if mask == nil {
 			clear(dst)
-			return
+			return false
 		}
 		dropRow(dst, mask, w.scale)
+	}
+	return true
+}
+
+// routeSumRow sums the routed rows of the reduction points in float64, in
+// the reduction's order, the first one copied (so that a single -0 stays
+// -0), and rounds the sum to float32 once, as the generic executor and
+// kir.Interpret aggregate; the epilogue, when present, then zeroes the
+// lanes where A' is not positive.
+func (w *windowKernel) routeSumRow(fr *frame, pos []int, dst []float32) {
+	acc, tmp := fr.acc[:w.ch], fr.tmp32[:w.ch]
+	has := false
+	for more := w.firstRed(pos); more; more = w.nextRed(pos) {
+		if !w.routeRow(fr, pos, tmp) {
+			continue
+		}
+		if !has {
+			// -0 is the identity of addition, +0 + -0 being +0.
+			negZero := math.Copysign(0, -1)
+			for i := range acc {
+				acc[i] = negZero
+			}
+			has = true
+		}
+		n := simdAggregateF(tile.Sum, acc, tmp)
+		for i, x := range tmp[n:] {
+			acc[n+i] += float64(x)
+		}
+	}
+	if !has {
+		clear(dst)
+		return
+	}
+	if w.epiAct == nil {
+		for i, x := range acc {
+			dst[i] = float32(x)
+		}
+		return
+	}
+	act := w.rowOf(fr, w.epiAct, pos)
+	if act == nil {
+		clear(dst)
+		return
+	}
+	act = act[:len(dst)]
+	for i, x := range acc {
+		v := float32(x)
+		if !(act[i] > 0) {
+			v = 0
+		}
+		dst[i] = v
 	}
 }
 
@@ -883,4 +1168,218 @@ func routeRowAt(dst, act, first, cot []float32, p float32) {
 		}
 		dst[i] = v
 	}
+}
+
+// implier drops from a window kernel's expressions the guards that the
+// loop ranges and the affine Where conditions already decide: a
+// select(c, X, Y) whose condition c holds at every point where those
+// conditions hold is X there, provided Y has no Skip load (whose being out
+// of range would skip the point). Padded pooling wraps its window value in
+// such a guard, select(i64(2·y + k) ≥ 0 && i64(2·y + k) < H, V, 0), which
+// repeats the kernel's own bounds.
+type implier struct {
+	ranges []kir.Range
+	where  []kir.Cond // the affine Where conditions
+}
+
+// maxImpliedPoints bounds the points implied enumerates for one conjunct.
+const maxImpliedPoints = 1 << 16
+
+// simplify returns e without its decided guards; it returns e itself when
+// it has none, and never changes the value e has at a point where every
+// Where condition holds.
+func (m *implier) simplify(e *kir.Expr) *kir.Expr {
+	if e.Op == kir.Apply && e.Fn == tile.Select && len(e.Args) == 3 && !hasSkipLoad(e.Args[2]) &&
+		m.implied(e.Args[0]) {
+		return m.simplify(e.Args[1])
+	}
+	if e.Op != kir.Apply && e.Op != kir.Cast {
+		return e
+	}
+	var args []*kir.Expr
+	for i, a := range e.Args {
+		if s := m.simplify(a); s != a {
+			if args == nil {
+				args = append([]*kir.Expr(nil), e.Args...)
+			}
+			args[i] = s
+		}
+	}
+	if args == nil {
+		return e
+	}
+	out := *e
+	out.Args = args
+	return &out
+}
+
+// implied reports whether condition c, built of index values and constants,
+// is nonzero at every point of the loop ranges where the affine Where
+// conditions hold. A conjunction is decided one conjunct at a time; each
+// conjunct by enumerating the ranges of the variables it uses, under the
+// Where conditions that use only those variables (the others can only
+// remove points).
+func (m *implier) implied(c *kir.Expr) bool {
+	if c.Op == kir.Apply && c.Fn == tile.And && len(c.Args) == 2 {
+		return m.implied(c.Args[0]) && m.implied(c.Args[1])
+	}
+	used := map[int]bool{}
+	if !indexVars(c, used) {
+		return false
+	}
+	var vars []int
+	points := 1
+	for v := range used {
+		n := m.ranges[v].Hi - m.ranges[v].Lo + 1
+		if n <= 0 || points > maxImpliedPoints/n {
+			return false
+		}
+		points *= n
+		vars = append(vars, v)
+	}
+	var conds []kir.Cond
+	for _, wc := range m.where {
+		seen := map[int]bool{}
+		ixVars(wc.X, seen)
+		inside := true
+		for v := range seen {
+			inside = inside && used[v]
+		}
+		if inside {
+			conds = append(conds, wc)
+		}
+	}
+	vals := make([]int, len(m.ranges))
+	for _, v := range vars {
+		vals[v] = m.ranges[v].Lo
+	}
+	for {
+		hold := true
+		for _, wc := range conds {
+			if x := kir.EvalIx(wc.X, vals, nil); x < 0 || x >= wc.Bound {
+				hold = false
+				break
+			}
+		}
+		if hold {
+			if x, ok := indexExprValue(c, vals); !ok || x == 0 {
+				return false
+			}
+		}
+		// Next point, the last variable fastest.
+		i := len(vars) - 1
+		for ; i >= 0; i-- {
+			v := vars[i]
+			if vals[v]++; vals[v] <= m.ranges[v].Hi {
+				break
+			}
+			vals[v] = m.ranges[v].Lo
+		}
+		if i < 0 {
+			return true
+		}
+	}
+}
+
+// indexVars adds to seen the loop variables e uses, and reports whether e
+// is built only of constants, index values of affine indices, casts,
+// comparisons, logical operators, and integer addition, subtraction and
+// multiplication (indexExprValue's nodes).
+func indexVars(e *kir.Expr, seen map[int]bool) bool {
+	switch e.Op {
+	case kir.Const:
+		return true
+	case kir.IndexValue:
+		return len(e.Index) == 1 && ixVars(e.Index[0], seen)
+	case kir.Cast, kir.Apply:
+		if e.Op == kir.Apply {
+			switch e.Fn {
+			case tile.Eq, tile.Ne, tile.Lt, tile.Le, tile.Gt, tile.Ge, tile.And, tile.Or, tile.Not:
+			case tile.Add, tile.Sub, tile.Mul:
+				if !e.DType.IsInt() {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		for _, a := range e.Args {
+			if !indexVars(a, seen) {
+				return false
+			}
+		}
+		return len(e.Args) > 0
+	}
+	return false
+}
+
+// indexExprValue evaluates e, an expression indexVars accepts, at the loop
+// values vals with kir.Interpret's rules: every node's value rounded to its
+// dtype.
+func indexExprValue(e *kir.Expr, vals []int) (float64, bool) {
+	switch e.Op {
+	case kir.Const:
+		return tile.RoundTo(e.DType, e.Value), true
+	case kir.IndexValue:
+		return tile.RoundTo(e.DType, float64(kir.EvalIx(e.Index[0], vals, nil))), true
+	}
+	var a, b float64
+	var ok bool
+	if a, ok = indexExprValue(e.Args[0], vals); !ok {
+		return 0, false
+	}
+	if e.Op == kir.Cast {
+		return tile.RoundTo(e.DType, a), true
+	}
+	if e.Fn == tile.Not {
+		return b2f(a == 0), len(e.Args) == 1
+	}
+	if len(e.Args) != 2 {
+		return 0, false
+	}
+	if b, ok = indexExprValue(e.Args[1], vals); !ok {
+		return 0, false
+	}
+	var r float64
+	switch e.Fn {
+	case tile.Eq:
+		r = b2f(a == b)
+	case tile.Ne:
+		r = b2f(a != b)
+	case tile.Lt:
+		r = b2f(a < b)
+	case tile.Le:
+		r = b2f(a <= b)
+	case tile.Gt:
+		r = b2f(a > b)
+	case tile.Ge:
+		r = b2f(a >= b)
+	case tile.And:
+		r = b2f(a != 0 && b != 0)
+	case tile.Or:
+		r = b2f(a != 0 || b != 0)
+	case tile.Add:
+		r = a + b
+	case tile.Sub:
+		r = a - b
+	case tile.Mul:
+		r = a * b
+	default:
+		return 0, false
+	}
+	return tile.RoundTo(e.DType, r), true
+}
+
+// hasSkipLoad reports whether e has a load that skips the point when out
+// of range.
+func hasSkipLoad(e *kir.Expr) bool {
+	if e.Op == kir.Load && e.OOB == kir.Skip {
+		return true
+	}
+	for _, a := range e.Args {
+		if hasSkipLoad(a) {
+			return true
+		}
+	}
+	return false
 }
