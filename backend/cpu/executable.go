@@ -96,14 +96,17 @@ func load(d *Device, p *kir.Program) (*Executable, error) {
 	return x, nil
 }
 
-// newKernel builds the executor of one kernel: the matrix-product executor
-// when the kernel is one (as scheduled, or as recognised here), the window
-// executor for the pooling kernels it recognises, else the generic loops
-// executor.
+// newKernel builds the executor of one kernel: the window executor for the
+// pooling kernels it recognises, the matrix-vector executor for products
+// with few columns or rows, the matrix-product executor for other products
+// (as scheduled, or as recognised here), else the generic loops executor.
 func newKernel(p *kir.Program, k *kir.Kernel, r *regs) (kernelRunner, error) {
 	k = rewriteKernel(p, k)
 	if w, ok := newWindowKernel(p, k); ok {
 		return w, nil
+	}
+	if g, ok := newGemvKernel(p, k, r); ok {
+		return g, nil
 	}
 	if k.Schedule.Strategy == "gemm" && k.Schedule.GEMM != nil {
 		if g, ok := newGemmKernel(p, k, r); ok {
