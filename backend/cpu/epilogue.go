@@ -58,8 +58,10 @@ func (e *epilogueRunner) apply(fr *frame, acc []float32, lo, hi int) {
 		row, c0 := p/e.rowLen, p%e.rowLen
 		n := min(chunk, e.rowLen-c0, hi-p)
 		rows := 1
-		if c0 == 0 && e.rowLen < chunk {
-			rows = max(1, min((hi-p)/e.rowLen, chunk/e.rowLen))
+		if c0 == 0 && e.rowLen < chunk && hi-p >= e.rowLen {
+			// Whole short rows, several at a time; a range that ends
+			// inside a row takes the partial row alone (n above).
+			rows = min((hi-p)/e.rowLen, chunk/e.rowLen)
 			n = e.rowLen
 		}
 		for l := e.rowAxis - 1; l >= 0; l-- {
