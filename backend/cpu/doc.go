@@ -28,10 +28,13 @@
 //     operands to package gemm directly and packs the others (pack.go:
 //     im2col with incremental offsets and merged copies), applying the
 //     Epilogue to the output rows while they are in cache (epilogue.go);
+//     products with at most four columns or rows go to gemv.go, which runs
+//     dot products in place over the intervals where every condition holds;
 //     the kernels of max pooling over a channel-innermost layout (forward
 //     maximum, first-maximum positions, gradient routing, with or without
-//     a dropout on the routed cotangent) go to window.go, which reads
-//     channel rows in place and runs one fused vector loop per row; every
+//     a dropout on the routed cotangent, padded or overlapping windows) go
+//     to window.go, which reads channel rows in place and runs one fused
+//     vector loop per row; every
 //     other kernel goes to loops.go, which compiles its expressions once
 //     into chunk programs (prog.go, eval.go, apply.go).
 //
