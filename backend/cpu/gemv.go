@@ -476,8 +476,8 @@ func (g *gemvKernel) runTask(w, t int) {
 }
 
 // epiSpan returns the number of output points one epilogue task finishes:
-// whole rows of the epilogue's loops when they are shorter than a chunk
-// (which the epilogue runner processes whole), else any length.
+// whole rows of the epilogue's loops when they are shorter than a chunk,
+// so that the runner can take several rows per pass, else any length.
 func (g *gemvKernel) epiSpan() int {
 	span := 1 << 14
 	if l := g.epi.rowLen; l > 0 && l < chunk {
