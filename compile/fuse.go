@@ -44,6 +44,8 @@ type fusion struct {
 //     when its inlined expression costs at most cheapCost (recomputed at each
 //     use); otherwise it is stored. Counting every use keeps inlined
 //     expressions small: y = y·y repeated does not double them each time.
+//   - The operands of a scatter_add are stored, and a scatter_add hosts no
+//     epilogue, so that its kernel has the indexed form of kir.ScatterView.
 //   - A node read by a matrix-product-shaped contraction (sum of a product
 //     of two operands) is inlined only if it is a pure view, that is a plain
 //     load of a stored buffer through index arithmetic (transpose, reshape,
@@ -85,12 +87,24 @@ func fuse(g *graph, nests []*nest) *fusion {
 		case f.special[x.id] || len(ns.reduce) > 0:
 			f.mat[x.id], forced[x.id] = true, true
 		}
+		if _, ok := x.op.(*tile.ScatterAddOp); ok {
+			// Stored operands let the schedule run the scatter as a loop
+			// over its indices (kir.ScatterView) instead of a dense sum.
+			for _, a := range x.args {
+				if nests[a.id] != nil && !isLeaf(a) {
+					f.mat[a.id], forced[a.id] = true, true
+				}
+			}
+		}
 	}
 	// Epilogue roots.
 	for _, c := range g.nodes {
 		ns := nests[c.id]
 		if ns == nil || len(ns.reduce) == 0 || f.special[c.id] || len(f.consumers[c.id]) != 1 {
 			continue
+		}
+		if _, ok := c.op.(*tile.ScatterAddOp); ok {
+			continue // a scatter's kernel has no epilogue (kir.ScatterView)
 		}
 		r := f.consumers[c.id][0]
 		if !elementwiseLike(r) || !r.shape.Equal(c.shape) {

@@ -29,6 +29,7 @@ const (
 // and its parameters with this cost model:
 //
 //   - "gemm" when the kernel is a matrix product (gemmView says when),
+//     "scatter" when it is an indexed accumulation (kir.ScatterOf),
 //     "reduce" when its output has fewer than 2 points per worker but its
 //     reduction has at least reduceMinPoints points and an associative
 //     aggregation (the reduction is split across workers), else "loops".
@@ -71,6 +72,9 @@ func scheduleKernel(prog *kir.Program, k *kir.Kernel, t Target) string {
 	if view, reason := gemmView(prog, k); view != nil {
 		s.Strategy, s.GEMM = "gemm", view
 		why = append(why, "gemm: "+reason)
+	} else if sv := kir.ScatterOf(prog, k); sv != nil {
+		s.Strategy, s.Scatter = "scatter", sv
+		why = append(why, fmt.Sprintf("scatter: a loop over the %d indices of b%d", prog.Buffers[sv.Indices].Size(), sv.Indices))
 	} else {
 		switch {
 		case len(k.Reduce) > 0 && k.Agg != tile.Assign && outPts < 2*w && redPts >= reduceMinPoints:

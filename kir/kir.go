@@ -182,6 +182,9 @@ type Schedule struct {
 	Strategy string
 	// GEMM describes the matrix-product view when Strategy is "gemm".
 	GEMM *GEMMView
+	// Scatter describes the indexed-accumulation view when Strategy is
+	// "scatter".
+	Scatter *ScatterView
 	// Parallel is the number of outer output loops whose points are
 	// distributed over workers (CPU goroutines, OpenCL work-groups).
 	Parallel int
@@ -195,6 +198,27 @@ type Schedule struct {
 	Local []int
 	// Workers is the number of parallel workers to use (0: all).
 	Workers int
+}
+
+// ScatterView is the indexed form of a kernel that adds slices of an updates
+// buffer into its output at the positions an integer indices buffer gives
+// (tile's scatter_add, Gather's adjoint). With r = len(Shape) and the
+// indices of rank q, the kernel's dense meaning is
+//
+//	Out[o] = Σ_j (Indices[j] == o[Axis]) ? Updates[o[:Axis], j, o[Axis+1:]] : 0
+//
+// over every position j of Indices, which costs Out's size times the number
+// of indices. The view says the same thing as a loop over the indices:
+//
+//	Out = 0; for j in row-major order: Out[o[:Axis], Indices[j], o[Axis+1:]] += Updates[o[:Axis], j, o[Axis+1:]]
+//
+// skipping indices outside [0, Shape[Axis]). A backend runs it with the
+// points of o[:Axis] and o[Axis+1:] spread over its workers and the j loop
+// in order inside each, so that every output element receives its terms in
+// the same order on every backend and for any number of workers.
+type ScatterView struct {
+	Updates, Indices int // buffer ids
+	Axis             int
 }
 
 // GEMMView maps a kernel whose Body is Load(A)·Load(B), aggregated by sum,

@@ -209,6 +209,9 @@ func (s *Schedule) describe(names []string) string {
 		}
 		parts = append(parts, "batch="+list(g.Batch), "m="+list(g.M), "n="+list(g.N), "k="+list(g.K))
 	}
+	if c := s.Scatter; c != nil {
+		parts = append(parts, fmt.Sprintf("updates=b%d indices=b%d axis=%d", c.Updates, c.Indices, c.Axis))
+	}
 	parts = append(parts, fmt.Sprintf("parallel=%d", s.Parallel))
 	workers := "all"
 	if s.Workers > 0 {

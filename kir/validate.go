@@ -29,6 +29,9 @@ import (
 //     constants.
 //   - A "gemm" schedule has a GEMMView whose A and B are the two arguments of
 //     Body, a Mul.
+//   - A "scatter" schedule has a ScatterView whose dense meaning (see
+//     ScatterView) is exactly the kernel's Body, Reduce loops and Agg, with
+//     no Where conditions and no Epilogue.
 //
 // Programs from package compile also keep these guarantees, which Validate
 // cannot check statically but InterpretStrict checks while running:
@@ -199,6 +202,10 @@ func (k *Kernel) validate(p *Program) error {
 					return fmt.Errorf("gemm view names loop variable %d of %d", x, nv)
 				}
 			}
+		}
+	case "scatter":
+		if err := v.scatter(k); err != nil {
+			return fmt.Errorf("scatter schedule: %w", err)
 		}
 	default:
 		return fmt.Errorf("unknown strategy %q", s.Strategy)

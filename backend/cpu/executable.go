@@ -101,6 +101,9 @@ func load(d *Device, p *kir.Program) (*Executable, error) {
 // with few columns or rows, the matrix-product executor for other products
 // (as scheduled, or as recognised here), else the generic loops executor.
 func newKernel(p *kir.Program, k *kir.Kernel, r *regs) (kernelRunner, error) {
+	if s, ok := newScatterKernel(p, k); ok {
+		return s, nil
+	}
 	k = rewriteKernel(p, k)
 	if w, ok := newWindowKernel(p, k); ok {
 		return w, nil

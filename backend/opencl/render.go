@@ -172,6 +172,10 @@ func (r *renderer) kernel(i int, k *kir.Kernel) error {
 		return r.renderGEMM(i, k, strategy.gemm)
 	case "reduce":
 		return r.renderReduce(i, k)
+	case "scatter":
+		if r.renderScatter(i, k) {
+			return nil
+		}
 	}
 	if strategy.note != "" {
 		fmt.Fprintf(&r.out, "// loops: %s\n", strategy.note)
@@ -212,6 +216,9 @@ func (r *renderer) chooseStrategy(k *kir.Kernel) choice {
 		}
 	}
 	var note string
+	if k.Schedule.Strategy == "scatter" && k.Schedule.Scatter != nil {
+		return choice{kind: "scatter"}
+	}
 	if k.Schedule.Strategy == "gemm" {
 		pl, why := planGEMM(r.p, k)
 		switch {
