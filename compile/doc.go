@@ -21,7 +21,9 @@
 //     ordered so that every read of a variable's old value comes first.
 //  6. memory (memory.go): buffers, and slots shared by temporaries whose
 //     lifetimes do not overlap.
-//  7. schedule (schedule.go): per kernel strategy (gemm, reduce, loops),
+//  7. schedule (squeeze.go, schedule.go): loops of one point are dropped
+//     from each kernel's loop space, then per kernel strategy (gemm,
+//     scatter, reduce, loops),
 //     parallel loops, tiles, vector width and unrolling from the Target.
 //
 // CompileCached (cache.go) keeps compiled programs on disk under

@@ -53,6 +53,7 @@ const (
 func schedule(prog *kir.Program, t Target) []string {
 	var why []string
 	for _, k := range prog.Kernels {
+		squeeze(prog, k)
 		why = append(why, scheduleKernel(prog, k, t))
 	}
 	return why

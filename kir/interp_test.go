@@ -174,7 +174,7 @@ func TestValidate(t *testing.T) {
 		{"variable out of range", func(p *Program) { p.Kernels[0].Body.Args[0].Index[0] = v(5) }, "loop variable 5 out of 2"},
 		{"wrong index count", func(p *Program) { p.Kernels[0].Body.Args[0].Index = nil }, "with 0 indices"},
 		{"writes an input", func(p *Program) { p.Kernels[0].Out = 0 }, "writes b0, a input buffer"},
-		{"shape mismatch", func(p *Program) { p.Kernels[0].Shape = tile.Shape{3} }, "differs from its output"},
+		{"shape mismatch", func(p *Program) { p.Kernels[0].Shape = tile.Shape{3} }, "has another size than its output"},
 		{"agg without loops", func(p *Program) { p.Kernels[0].Reduce = nil }, "without reduction loops"},
 		{"acc in body", func(p *Program) { p.Kernels[0].Body = &Expr{Op: Acc, DType: f64} }, "acc outside an epilogue"},
 		{"division by zero", func(p *Program) { p.Kernels[0].Body.Args[0].Index[0] = IxModBy(v(0), 0) }, "modulo by 0"},

@@ -80,7 +80,9 @@ type Cond struct {
 // for its meaning.
 type Kernel struct {
 	Name string
-	// Out is the output buffer; Shape is its shape, the output loop space.
+	// Out is the output buffer; Shape is the output loop space, whose points
+	// in row-major order are the buffer's elements in order: the buffer's
+	// shape, or that shape without some dimensions of extent 1.
 	Out   int
 	Shape tile.Shape
 	// Reduce lists the reduction loops, outermost first. Loop variable k of a

@@ -15,8 +15,10 @@ import (
 //     shape; only Temp buffers share slots.
 //   - Inputs bind Input buffers and Variables bind Variable buffers, each
 //     name once; Outputs bind Output, Input or Variable buffers.
-//   - Every kernel writes a Temp, Output or Variable buffer whose shape is
-//     the kernel's Shape; its Agg is valid, and tile.Assign when there are no
+//   - Every kernel writes a Temp, Output or Variable buffer whose size is
+//     that of the kernel's Shape (the points of Shape, in row-major order,
+//     are the buffer's elements in order: a loop space may leave out the
+//     output's dimensions of extent 1); its Agg is valid, and tile.Assign when there are no
 //     Reduce loops; Body is set and, like Epilogue, has the output buffer's
 //     dtype (Epilogue's when present, else Body's).
 //   - Expressions are well formed: a Load names a buffer, has one index per
@@ -154,8 +156,8 @@ func (k *Kernel) validate(p *Program) error {
 	if out.Kind == Input || out.Kind == Constant {
 		return fmt.Errorf("writes b%d, a %s buffer", k.Out, out.Kind)
 	}
-	if !k.Shape.Equal(out.Shape) {
-		return fmt.Errorf("shape %v differs from its output b%d%v", k.Shape, k.Out, out.Shape)
+	if k.Shape.Size() != out.Size() {
+		return fmt.Errorf("loop space %v has another size than its output b%d%v", k.Shape, k.Out, out.Shape)
 	}
 	if k.Agg == tile.AggInvalid || k.Agg > tile.Assign {
 		return fmt.Errorf("invalid aggregation %d", k.Agg)

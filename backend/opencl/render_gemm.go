@@ -419,9 +419,8 @@ func (r *renderer) storeFn(k *kir.Kernel, fn string, pl *gemmPlan, wide bool) (s
 	decodeVars(&w, it, "bt", pl.view.Batch, ranges, names, wide)
 	decodeVars(&w, it, "m", pl.view.M, ranges, names, wide)
 	decodeVars(&w, it, "n", pl.view.N, ranges, names, wide)
-	out := r.p.Buffers[k.Out]
 	var off *kir.Ix
-	for d, st := range out.Shape.Strides() {
+	for d, st := range k.Shape.Strides() {
 		t := kir.IxTimes(kir.IxOfVar(d), st)
 		if off == nil {
 			off = t
@@ -438,7 +437,7 @@ func (r *renderer) storeFn(k *kir.Kernel, fn string, pl *gemmPlan, wide bool) (s
 	if err != nil {
 		return "", nil, err
 	}
-	ps := []string{fmt.Sprintf("__global %s* %s", stype(out.DType), bufName(k.Out))}
+	ps := []string{fmt.Sprintf("__global %s* %s", stype(r.p.Buffers[k.Out].DType), bufName(k.Out))}
 	for _, id := range sortedKeys(reads) {
 		if id != k.Out {
 			ps = append(ps, fmt.Sprintf("__global const %s* %s", stype(r.p.Buffers[id].DType), bufName(id)))
