@@ -1,0 +1,45 @@
+package cpu
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// KernelTime is the time one kernel of a program took on the CPU.
+type KernelTime struct {
+	Kernel   string // the kir kernel's name
+	Executor string // which executor ran it: gemm, gemv, window, scatter, loops
+	Source   string // the tile nodes it computes
+	Seconds  float64
+}
+
+// Profile runs the program once, timing each kernel, and returns the times
+// in kernel order. Inputs must be set as for Run; the run's effects (outputs
+// and variable updates) are those of Run.
+func (x *Executable) Profile() ([]KernelTime, error) {
+	if x.closed {
+		return nil, errClosed
+	}
+	for _, in := range x.prog.Inputs {
+		if !x.given[in.Buffer] {
+			return nil, fmt.Errorf("cpu: program %q: input %q is not set", x.prog.Name, in.Name)
+		}
+	}
+	out := make([]KernelTime, len(x.kernels))
+	for i, k := range x.kernels {
+		t0 := time.Now()
+		k.run(x)
+		kk := x.prog.Kernels[i]
+		out[i] = KernelTime{Kernel: kk.Name, Executor: executorName(k), Source: kk.Source, Seconds: time.Since(t0).Seconds()}
+	}
+	x.ran = true
+	return out, nil
+}
+
+// executorName names the executor type of a kernel runner.
+func executorName(k kernelRunner) string {
+	n := fmt.Sprintf("%T", k)
+	n = strings.TrimPrefix(n, "*cpu.")
+	return strings.TrimSuffix(n, "Kernel")
+}
