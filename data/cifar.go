@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 )
 
@@ -79,9 +78,9 @@ func readCIFAR(files map[string]string) (train, test *Dataset, err error) {
 		}
 	} else {
 		for _, n := range names {
-			b, err := os.ReadFile(files[n])
+			b, err := readCIFARBatchFile(files[n])
 			if err != nil {
-				return nil, nil, fmt.Errorf("data: %w", err)
+				return nil, nil, err
 			}
 			batches[n], where[n] = b, files[n]
 		}
@@ -136,19 +135,61 @@ func decodeCIFAR(name string, parts []string, batches map[string][]byte, where m
 	return d, d.Validate()
 }
 
-// maxCIFARBatch bounds the size of a batch file taken from the archive; the
-// real ones are 30,730,000 bytes.
-const maxCIFARBatch = 64 << 20
+// cifarBatchRecords is the number of records in each published batch file,
+// and maxCIFARBatch the size of such a file, 30,730,000 bytes: a batch file
+// may hold fewer records, never more.
+const (
+	cifarBatchRecords = 10000
+	maxCIFARBatch     = cifarBatchRecords * cifarRecord
+)
+
+// tooBigBatch is the error for a batch, named by where, of size bytes.
+func tooBigBatch(where string, size int64) error {
+	return fmt.Errorf("data: %s: %w: it is %d bytes, more than the %d bytes (%d records) of a CIFAR-10 batch",
+		where, ErrBadContent, size, maxCIFARBatch, cifarBatchRecords)
+}
+
+// readCIFARBatchFile reads the extracted batch file at path, which must be a
+// regular file of at most maxCIFARBatch bytes.
+func readCIFARBatchFile(path string) ([]byte, error) {
+	f, size, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > maxCIFARBatch {
+		return nil, tooBigBatch(path, size)
+	}
+	// Ask for one byte more than the limit, in a first buffer one byte larger
+	// than the file: the read ends there unless the file grew meanwhile.
+	b, err := readPayload(f, maxCIFARBatch+1, size+1)
+	if err == nil {
+		return nil, tooBigBatch(path, int64(len(b)))
+	}
+	if err != io.EOF {
+		return nil, fmt.Errorf("data: %s: read: %w", path, err)
+	}
+	return b, nil
+}
 
 // readCIFARArchive reads the six batch files from the gzipped tar archive at
 // archive, wherever they lie in it.
 func readCIFARArchive(archive string) (map[string][]byte, error) {
-	f, err := os.Open(archive)
+	f, _, err := openRegular(archive)
 	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	return decodeCIFARArchive(f, archive)
+}
+
+// decodeCIFARArchive reads the six batch files from a gzipped tar archive
+// read from r; archive names it in errors. Each batch is read as its bytes
+// arrive, so an entry that declares more than the archive holds costs
+// little memory, and one that declares more than a batch is rejected before
+// it is read.
+func decodeCIFARArchive(r io.Reader, archive string) (map[string][]byte, error) {
+	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, archiveError(archive, err)
 	}
@@ -171,16 +212,24 @@ func readCIFARArchive(archive string) (map[string][]byte, error) {
 			continue
 		}
 		if hdr.Size > maxCIFARBatch {
-			return nil, fmt.Errorf("data: %s: %s: %w: it is %d bytes, more than a CIFAR-10 batch", archive, hdr.Name, ErrBadContent, hdr.Size)
+			return nil, tooBigBatch(archive+": "+hdr.Name, hdr.Size)
 		}
-		b := make([]byte, hdr.Size)
-		if _, err := io.ReadFull(tr, b); err != nil {
+		if batches[base] != nil {
+			return nil, fmt.Errorf("data: %s: %w: the archive holds %s twice", archive, ErrBadContent, base)
+		}
+		b, err := readPayload(tr, hdr.Size, idxChunk)
+		if err != nil {
 			return nil, archiveError(archive, err)
 		}
 		batches[base] = b
 	}
-	// Read to the end of the gzip stream so that its checksum is verified.
-	if _, err := io.Copy(io.Discard, zr); err != nil {
+	// Read to the end of the gzip stream so that its checksum is verified;
+	// what follows the tar archive's end is padding, which is short.
+	n, err := io.CopyN(io.Discard, zr, maxTrailing+1)
+	if n > maxTrailing {
+		return nil, fmt.Errorf("data: %s: %w: more than %d bytes follow the end of the tar archive", archive, ErrTrailingData, int64(maxTrailing))
+	}
+	if err != nil && err != io.EOF {
 		return nil, archiveError(archive, err)
 	}
 	var missing []string

@@ -45,7 +45,7 @@ func cifarFiles() map[string][]byte {
 
 // cifarTarGz packs files into a gzipped tar archive under a
 // cifar-10-batches-bin folder, as the published archive does.
-func cifarTarGz(t *testing.T, files map[string][]byte) []byte {
+func cifarTarGz(t testing.TB, files map[string][]byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)

@@ -6,15 +6,28 @@
 //   - Reading: ReadIDX and ReadIDXFile parse the IDX format of MNIST and
 //     Fashion-MNIST, gzip-compressed or not, and reject damaged files with
 //     errors that say what is wrong (ErrTruncated, ErrBadMagic,
-//     ErrPayloadSize, ErrTrailingData, ErrBadGzip).
+//     ErrPayloadSize, ErrTrailingData, ErrBadGzip) and give the sizes
+//     involved. Memory grows only as payload bytes arrive, never to what a
+//     header merely declares; a file's size is checked against its header
+//     before the payload is read, and only a bounded amount of anything
+//     after the payload is read before it is reported.
 //   - Locating: FashionMNIST, MNIST and CIFAR10 look for their files in the
-//     directory given by the Dir option (the command line's --data), then in
-//     the directory named by the TARTAN_DATA environment variable, then in the
-//     Keras cache (~/.keras/datasets), then where a system package installs
-//     them (Debian's dataset-fashion-mnist puts Fashion-MNIST in
-//     /usr/share/datasets/fashion-mnist). Files that are found but do not fit
-//     the data set (wrong image size, label counts that differ, labels that
-//     are not classes) are reported with ErrBadContent, naming the file.
+//     directory given by the Dir option (the command line's --data), else in
+//     the directory named by the TARTAN_DATA environment variable, else in
+//     the Keras cache (~/.keras/datasets), then where a system package
+//     installs them (Debian's dataset-fashion-mnist puts Fashion-MNIST in
+//     /usr/share/datasets/fashion-mnist). A directory given by Dir or
+//     TARTAN_DATA is the only place searched: one that does not exist or
+//     lacks the files is an error naming the setting and saying why, never a
+//     reason to use another copy. A path that is there but cannot be read as
+//     a file (a directory, a named pipe, a device, a link that dangles or
+//     loops, a file that cannot be opened) is reported with ErrUnusable,
+//     naming it, and never taken for a missing file. Files that are found
+//     but do not fit the data set (wrong image size, label counts that
+//     differ, more samples than the published data set has, labels that are
+//     not classes) are reported with ErrBadContent, naming the file; the
+//     headers of an image file and its label file are checked against each
+//     other and against the data set before either payload is read.
 //   - Downloading: when no copy is found, the canonical files are fetched
 //     into the Keras cache, each checked for its exact size and SHA-256 before
 //     it is renamed into place. Offline, the loaders fail with ErrNotFound and

@@ -92,6 +92,7 @@ func TestReadIDXErrors(t *testing.T) {
 		{"gzip cut in stream", goodGz[:len(goodGz)-12], ErrTruncated, "gzip stream is cut off"},
 		{"gzip cut in trailer", goodGz[:len(goodGz)-3], ErrTruncated, "gzip stream is cut off"},
 		{"gzip cut in header", goodGz[:5], ErrTruncated, "gzip stream is cut off"},
+		{"gzip cut to one byte", goodGz[:1], ErrTruncated, "gzip stream is cut off"},
 		{"gzip bad crc", badCRC, ErrBadGzip, "checksum"},
 		{"gzip bad deflate", badDeflate, ErrBadGzip, "corrupt"},
 		{"gzip bad method", badMethod, ErrBadGzip, "invalid header"},

@@ -1,11 +1,15 @@
 package data
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 )
 
 // ErrNotFound is wrapped by the error a loader returns when it finds no copy
@@ -42,24 +46,14 @@ func (e *notFoundError) Unwrap() error { return ErrNotFound }
 func (s *source) load(opts []Option) (train, test *Dataset, err error) {
 	c := newConfig(opts)
 	if c.dir != "" {
-		dirs := s.under(c.dir)
-		for _, d := range dirs {
-			if files := s.find(d); files != nil {
-				return s.read(files)
-			}
-		}
-		return nil, nil, &notFoundError{fmt.Sprintf(
-			"data: %s is not in the data directory %s; looked in %s, and %s lacks %s.\n%s",
-			s.title, c.dir, strings.Join(dirs, ", "), c.dir, strings.Join(s.missing(c.dir), ", "), s.howTo(""))}
+		return s.loadExplicit("the data directory "+c.dir, c.dir, "")
+	}
+	if env := os.Getenv("TARTAN_DATA"); env != "" {
+		return s.loadExplicit("TARTAN_DATA="+env, env, "Unset TARTAN_DATA to have the usual places searched, or point it at a folder that holds the files.")
 	}
 
-	var looked, dirs []string
-	if env := os.Getenv("TARTAN_DATA"); env != "" {
-		dirs = append(dirs, s.under(env)...)
-		looked = append(looked, "TARTAN_DATA="+env)
-	} else {
-		looked = append(looked, "TARTAN_DATA (not set)")
-	}
+	looked := []string{"TARTAN_DATA (not set)"}
+	var dirs []string
 	cache := c.kerasCache()
 	if cache != "" {
 		for _, sub := range s.cacheDirs {
@@ -72,7 +66,11 @@ func (s *source) load(opts []Option) (train, test *Dataset, err error) {
 		looked = append(looked, filepath.Join(c.sysRoot, s.systemDir))
 	}
 	for _, d := range dirs {
-		if files := s.find(d); files != nil {
+		files, err := s.find(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		if files != nil {
 			return s.read(files)
 		}
 	}
@@ -88,11 +86,53 @@ func (s *source) load(opts []Option) (train, test *Dataset, err error) {
 	if err := s.fetch(c, dst); err != nil {
 		return nil, nil, &notFoundError{head + "Downloading it into " + dst + " failed:\n" + indent(err.Error(), "  ") + "\n" + s.howTo(dst)}
 	}
-	files := s.find(dst)
+	files, err := s.find(dst)
+	if err != nil {
+		return nil, nil, err
+	}
 	if files == nil {
 		return nil, nil, fmt.Errorf("data: %s: downloaded into %s, but %s still lacks %s", s.title, dst, dst, strings.Join(s.missing(dst), ", "))
 	}
 	return s.read(files)
+}
+
+// loadExplicit reads the data set from root, which setting names in
+// messages ("TARTAN_DATA=/srv/data"), looking in root and its subfolders
+// named after the data set and nowhere else: a root that is not a usable
+// folder, or that lacks the files, is an error that says so, and advice,
+// when not "", ends its first paragraph.
+func (s *source) loadExplicit(setting, root, advice string) (train, test *Dataset, err error) {
+	if advice != "" {
+		advice = " " + advice
+	}
+	if problem, missing := dirProblem(root); problem != "" {
+		if missing {
+			return nil, nil, &notFoundError{fmt.Sprintf("data: %s: %s %s, so %s cannot be read from it.%s\n%s", setting, root, problem, s.title, advice, s.howTo(""))}
+		}
+		return nil, nil, fmt.Errorf("data: %s: %w: %s %s, so %s cannot be read from it.%s", setting, ErrUnusable, root, problem, s.title, advice)
+	}
+	dirs := s.under(root)
+	looked := make([]string, len(dirs))
+	best, bestCount := root, -1
+	for i, d := range dirs {
+		files, err := s.find(d)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w (in %s)", err, setting)
+		}
+		if files != nil {
+			return s.read(files)
+		}
+		looked[i] = d
+		if problem, missing := dirProblem(d); problem != "" && !missing {
+			looked[i] += " (which " + problem + ")"
+		}
+		if n := s.present(d); n > bestCount {
+			best, bestCount = d, n
+		}
+	}
+	return nil, nil, &notFoundError{fmt.Sprintf(
+		"data: %s is not in %s; looked in %s, and %s lacks %s.%s\n%s",
+		s.title, setting, strings.Join(looked, ", "), best, strings.Join(s.missing(best), ", "), advice, s.howTo(""))}
 }
 
 // under returns the folders tried for a data root: root itself, then each
@@ -106,20 +146,40 @@ func (s *source) under(root string) []string {
 }
 
 // find returns the paths of the files of the first layout that dir holds
-// completely, keyed by each file's first name, or nil.
-func (s *source) find(dir string) map[string]string {
+// completely, keyed by each file's first name, or nil when it holds none. A
+// file of a layout that is there but cannot be used (a directory, a named
+// pipe, a dangling link) is an error wrapping ErrUnusable, unless another
+// layout is complete.
+func (s *source) find(dir string) (map[string]string, error) {
+	var problem error
 	for _, layout := range s.layouts {
 		files := map[string]string{}
 		for _, names := range layout {
-			if p := firstFile(dir, names); p != "" {
+			p, err := locate(dir, names)
+			if err != nil {
+				problem = cmp.Or(problem, err)
+				continue
+			}
+			if p != "" {
 				files[names[0]] = p
 			}
 		}
 		if len(files) == len(layout) {
-			return files
+			return files, nil
 		}
 	}
-	return nil
+	return nil, problem
+}
+
+// present counts the files of the first layout that dir holds.
+func (s *source) present(dir string) int {
+	n := 0
+	for _, names := range s.layouts[0] {
+		if p, _ := locate(dir, names); p != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // missing lists the files of the first layout that dir lacks, and names
@@ -127,7 +187,7 @@ func (s *source) find(dir string) map[string]string {
 func (s *source) missing(dir string) []string {
 	var out []string
 	for _, names := range s.layouts[0] {
-		if firstFile(dir, names) == "" {
+		if p, _ := locate(dir, names); p == "" {
 			out = append(out, strings.Join(names, " or "))
 		}
 	}
@@ -142,8 +202,8 @@ func (s *source) missing(dir string) []string {
 func (s *source) has(dir, name string) bool {
 	for _, layout := range s.layouts {
 		for _, names := range layout {
-			for _, n := range names {
-				if n == name && firstFile(dir, names) != "" {
+			if slices.Contains(names, name) {
+				if p, _ := locate(dir, names); p != "" {
 					return true
 				}
 			}
@@ -152,16 +212,29 @@ func (s *source) has(dir, name string) bool {
 	return false
 }
 
-// firstFile returns the path of the first of names that is a regular file
-// (or a link to one) in dir, or "".
-func firstFile(dir string, names []string) string {
+// locate returns the path of the first of names that exists in dir, once
+// checkFile has found it a regular file or a link to one, or "" when none
+// exists. A name that exists but is not a usable file is an error wrapping
+// ErrUnusable: it is never passed over as missing.
+func locate(dir string, names []string) (string, error) {
 	for _, n := range names {
 		p := filepath.Join(dir, n)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p
+		if _, err := os.Lstat(p); err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				continue
+			}
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", unusable(p, err, "it cannot be examined")
 		}
+		if err := checkFile(p); err != nil {
+			return "", err
+		}
+		return p, nil
 	}
-	return ""
+	return "", nil
 }
 
 // howTo explains how to get the data set by hand. When fetchDir is not "",

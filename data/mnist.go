@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 )
@@ -102,52 +103,91 @@ func MNIST(opts ...Option) (train, test *Dataset, err error) {
 	return mnist.load(opts)
 }
 
+// The sizes of the published MNIST-style splits. A file that declares more
+// samples is not a copy of the data set, and is rejected before its payload
+// is read.
+const (
+	idxTrainSamples = 60000
+	idxTestSamples  = 10000
+)
+
 // readIDXSplit reads the training and test sets of an MNIST-style data set
 // whose images are h×w.
 func readIDXSplit(name string, files map[string]string, h, w int, classes []string) (train, test *Dataset, err error) {
-	train, err = readIDXPair(name+"/train", files[trainImagesIDX], files[trainLabelsIDX], h, w, classes)
+	train, err = readIDXPair(name+"/train", files[trainImagesIDX], files[trainLabelsIDX], h, w, idxTrainSamples, classes)
 	if err != nil {
 		return nil, nil, err
 	}
-	test, err = readIDXPair(name+"/test", files[testImagesIDX], files[testLabelsIDX], h, w, classes)
+	test, err = readIDXPair(name+"/test", files[testImagesIDX], files[testLabelsIDX], h, w, idxTestSamples, classes)
 	if err != nil {
 		return nil, nil, err
 	}
 	return train, test, nil
 }
 
-// readIDXPair reads an image file of h×w uint8 images and its label file,
-// and checks that they belong together.
-func readIDXPair(name, imagesPath, labelsPath string, h, w int, classes []string) (*Dataset, error) {
-	images, err := ReadIDXFile(imagesPath)
+// openIDXFile opens the IDX file at path and reads its header; the caller
+// closes the returned file once it has read the payload.
+func openIDXFile(path string) (*idxFile, io.Closer, error) {
+	f, size, err := openRegular(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	x, err := openIDX(f, path, size)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return x, f, nil
+}
+
+// readIDXPair reads an image file of at most maxN h×w uint8 images and its
+// label file, and checks that they belong together. Both headers are checked
+// against each other and against the data set before any payload is read,
+// so a header that overstates its file's size costs no memory.
+func readIDXPair(name, imagesPath, labelsPath string, h, w, maxN int, classes []string) (*Dataset, error) {
+	images, imagesFile, err := openIDXFile(imagesPath)
 	if err != nil {
 		return nil, err
 	}
-	if images.Type != Uint8 || len(images.Dims) != 3 || images.Dims[1] != h || images.Dims[2] != w {
+	defer imagesFile.Close()
+	if images.typ != Uint8 || len(images.dims) != 3 || images.dims[1] != h || images.dims[2] != w {
 		return nil, fmt.Errorf("data: %s: %w: it holds a %s array of %s, but %s images are a uint8 array of N×%d×%d%s",
-			imagesPath, ErrBadContent, fmtDims(images.Dims), images.Type, name, h, w, looksLike(images, 1, "a label file"))
+			imagesPath, ErrBadContent, fmtDims(images.dims), images.typ, name, h, w, looksLike(images, 1, "a label file"))
 	}
-	labels, err := ReadIDXFile(labelsPath)
+	if images.dims[0] > maxN {
+		return nil, fmt.Errorf("data: %s: %w: its header declares %d images (%d bytes), but %s has %d samples: the file is damaged or not part of the data set",
+			imagesPath, ErrBadContent, images.dims[0], images.need, name, maxN)
+	}
+	labels, labelsFile, err := openIDXFile(labelsPath)
 	if err != nil {
 		return nil, err
 	}
-	if labels.Type != Uint8 || len(labels.Dims) != 1 {
+	defer labelsFile.Close()
+	if labels.typ != Uint8 || len(labels.dims) != 1 {
 		return nil, fmt.Errorf("data: %s: %w: it holds a %s array of %s, but %s labels are a uint8 array of N%s",
-			labelsPath, ErrBadContent, fmtDims(labels.Dims), labels.Type, name, looksLike(labels, 3, "an image file"))
+			labelsPath, ErrBadContent, fmtDims(labels.dims), labels.typ, name, looksLike(labels, 3, "an image file"))
 	}
-	if images.Dims[0] != labels.Dims[0] {
+	if images.dims[0] != labels.dims[0] {
 		return nil, fmt.Errorf("data: %s: %w: it holds %d labels, but %s holds %d images",
-			labelsPath, ErrBadContent, labels.Dims[0], filepath.Base(imagesPath), images.Dims[0])
+			labelsPath, ErrBadContent, labels.dims[0], filepath.Base(imagesPath), images.dims[0])
 	}
-	if i := firstBadLabel(labels.Data, len(classes)); i >= 0 {
+	labelData, err := labels.payload()
+	if err != nil {
+		return nil, err
+	}
+	if i := firstBadLabel(labelData, len(classes)); i >= 0 {
 		return nil, fmt.Errorf("data: %s: %w: label %d of sample %d is not a class of %s (0 to %d)",
-			labelsPath, ErrBadContent, labels.Data[i], i, name, len(classes)-1)
+			labelsPath, ErrBadContent, labelData[i], i, name, len(classes)-1)
+	}
+	imageData, err := images.payload()
+	if err != nil {
+		return nil, err
 	}
 	d := &Dataset{
 		Name:   name,
-		Images: images.Data,
-		Labels: labels.Data,
-		N:      images.Dims[0], H: h, W: w, C: 1,
+		Images: imageData,
+		Labels: labelData,
+		N:      images.dims[0], H: h, W: w, C: 1,
 		Classes:    len(classes),
 		ClassNames: append([]string(nil), classes...),
 	}
@@ -156,8 +196,8 @@ func readIDXPair(name, imagesPath, labelsPath string, h, w int, classes []string
 
 // looksLike returns a hint that x looks like what, when it is a uint8
 // array of ndims dimensions, and "" otherwise.
-func looksLike(x *IDX, ndims int, what string) string {
-	if x.Type == Uint8 && len(x.Dims) == ndims {
+func looksLike(x *idxFile, ndims int, what string) string {
+	if x.typ == Uint8 && len(x.dims) == ndims {
 		return " (it looks like " + what + ")"
 	}
 	return ""

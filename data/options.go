@@ -30,8 +30,10 @@ const defaultTimeout = 30 * time.Second
 // Dir makes the loader read the data set from dir, as the command line's
 // --data DIR does: the files may lie in dir itself or in a subfolder named
 // after the data set (such as fashion-mnist). When dir is given, the loader
-// looks nowhere else and never downloads: a dir that lacks the files is an
-// error that says which ones are missing.
+// looks nowhere else and never downloads: a dir that does not exist, is not
+// a directory or lacks the files is an error that says which. Without Dir,
+// a TARTAN_DATA environment variable that is set and not empty is taken the
+// same way.
 func Dir(dir string) Option { return func(c *config) { c.dir = dir } }
 
 // Download turns fetching missing files into the cache on or off. It is on
