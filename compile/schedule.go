@@ -70,7 +70,7 @@ func scheduleKernel(prog *kir.Program, k *kir.Kernel, t Target) string {
 	work := outPts * max(redPts, 1)
 	s := kir.Schedule{Strategy: "loops", Workers: t.Workers, Vector: 1, Unroll: 1}
 	var why []string
-	if view, reason := gemmView(prog, k); view != nil {
+	if view, reason := gemmView(prog, k); view != nil && !view.DotProducts(k) {
 		s.Strategy, s.GEMM = "gemm", view
 		why = append(why, "gemm: "+reason)
 	} else if sv := kir.ScatterOf(prog, k); sv != nil {

@@ -232,3 +232,28 @@ type GEMMView struct {
 	// A and B are the operands' loads within Body.
 	A, B *Expr
 }
+
+// Extents returns the number of points of each group of the view: batch
+// matrices, rows, columns and the summed length.
+func (v *GEMMView) Extents(k *Kernel) (batch, m, n, kk int) {
+	vars := k.VarRanges()
+	size := func(vs []int) int {
+		p := 1
+		for _, x := range vs {
+			if x >= 0 && x < len(vars) {
+				p *= max(vars[x].Hi-vars[x].Lo+1, 0)
+			}
+		}
+		return p
+	}
+	return size(v.Batch), size(v.M), size(v.N), size(v.K)
+}
+
+// DotProducts reports whether the view's matrices are single elements, so
+// that the "product" is a batch of dot products: a reduction, which a
+// matrix-product schedule runs far slower than a loop nest (it packs the
+// strided operands of every dot product).
+func (v *GEMMView) DotProducts(k *Kernel) bool {
+	_, m, n, _ := v.Extents(k)
+	return m == 1 && n == 1
+}

@@ -87,5 +87,8 @@ func inferGEMM(p *kir.Program, k *kir.Kernel) *kir.GEMMView {
 		}
 	}
 	view.A, view.B = b.Args[a], b.Args[1-a]
+	if view.DotProducts(k) {
+		return nil // a reduction: the loops executor runs it in place
+	}
 	return &view
 }
