@@ -197,7 +197,7 @@ type OutOfMemoryError struct {
 
 func (e *OutOfMemoryError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("%s: out of device memory on %s: allocating %d bytes for %s (program %q needs %d bytes in all; the device has %d, %s): %v",
+		return fmt.Sprintf("%s: out of device memory on %s: allocating %d bytes for %s (program %q needs %d bytes in all; the device has %d (%s)): %v",
 			e.Backend, e.Device, e.Bytes, e.What, e.Program, e.Total, e.Available, e.Source, e.Err)
 	}
 	return fmt.Sprintf("%s: out of memory: program %q needs %d bytes in all (largest: %s, %d bytes); %s has %d bytes available (%s)",

@@ -375,7 +375,12 @@ func (d *Device) Compile(g *tile.Graph) (backend.Executable, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.Load(p)
+	e, err := d.Load(p)
+	if err != nil {
+		// A nil *Executable in the interface would not be nil.
+		return nil, err
+	}
+	return e, nil
 }
 
 // buildOptions are given to every program build.
