@@ -1,7 +1,12 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/tartanml/tartan/tile"
 )
@@ -159,4 +164,122 @@ func HostSlice(dt tile.DType, v []float64) any {
 	}
 	FromFloat64(out, v)
 	return out
+}
+
+// ErrOutOfMemory is matched (errors.Is) by the errors of Compile and Load
+// that report a program needing more memory than its device has or may use.
+var ErrOutOfMemory = errors.New("out of memory")
+
+// OutOfMemoryError reports a program whose storage does not fit on its
+// device: found before allocating anything, when the program's planned bytes
+// exceed what the device has (Err is nil), or when an allocation failed
+// (Err says how). It matches ErrOutOfMemory.
+type OutOfMemoryError struct {
+	// Backend names the backend: "cpu", "opencl".
+	Backend string
+	// Device names the device, e.g. `opencl:0:0 "NVIDIA H200"`, or "the
+	// machine" for the CPU.
+	Device  string
+	Program string
+	// What names the storage at fault, a slot and the buffers in it: the
+	// one whose allocation failed, else the largest. Bytes is its size.
+	What  string
+	Bytes int64
+	// Total is the bytes of all the program's storage.
+	Total int64
+	// Available is the memory the device has, or may still use, in bytes,
+	// and Source where that figure comes from (such as "MemAvailable in
+	// /proc/meminfo" or "TARTAN_MEMORY_LIMIT=4GiB").
+	Available int64
+	Source    string
+	Err       error
+}
+
+func (e *OutOfMemoryError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: out of device memory on %s: allocating %d bytes for %s (program %q needs %d bytes in all; the device has %d (%s)): %v",
+			e.Backend, e.Device, e.Bytes, e.What, e.Program, e.Total, e.Available, e.Source, e.Err)
+	}
+	return fmt.Sprintf("%s: out of memory: program %q needs %d bytes in all (largest: %s, %d bytes); %s has %d bytes available (%s)",
+		e.Backend, e.Program, e.Total, e.What, e.Bytes, e.Device, e.Available, e.Source)
+}
+
+// Unwrap returns the allocation's failure, if any.
+func (e *OutOfMemoryError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrOutOfMemory.
+func (e *OutOfMemoryError) Is(target error) bool { return target == ErrOutOfMemory }
+
+// EnvMemoryLimit names the environment variable that caps the host memory
+// the programs of a CPU device may hold together, in bytes (see ParseBytes).
+const EnvMemoryLimit = "TARTAN_MEMORY_LIMIT"
+
+// MemoryLimit returns the cap $TARTAN_MEMORY_LIMIT sets, or 0 when it is
+// unset or empty. A value that is not a positive byte count is an error
+// naming the variable.
+func MemoryLimit() (int64, error) {
+	v := os.Getenv(EnvMemoryLimit)
+	if strings.TrimSpace(v) == "" {
+		return 0, nil
+	}
+	n, err := ParseBytes(v)
+	if err == nil && n <= 0 {
+		err = errors.New("not a positive size")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("$%s=%q: %v (want a byte count such as 4294967296, 4G or 512MiB)", EnvMemoryLimit, v, err)
+	}
+	return n, nil
+}
+
+// byteUnits are the suffixes ParseBytes accepts, in lower case: the letters
+// K, M, G, T and the IEC units KiB … TiB are powers of 1024, the SI units
+// kB … TB powers of 1000.
+var byteUnits = map[string]float64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+	"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+	"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+	"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
+}
+
+// ParseBytes parses a byte count: a non-negative number (a decimal fraction
+// is allowed with a unit) optionally followed by a unit, case-insensitive: B;
+// K, M, G, T or KiB, MiB, GiB, TiB (powers of 1024); kB, MB, GB, TB (powers of
+// 1000). "4G" and "4GiB" are 4294967296 bytes, "1.5MB" 1500000.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	mult, ok := byteUnits[unit]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q (want B, K, M, G, T, KiB, MiB, GiB, TiB, kB, MB, GB or TB)", s, t[i:])
+	}
+	if num == "" {
+		return 0, fmt.Errorf("size %q: no number", s)
+	}
+	if !strings.Contains(num, ".") {
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err == nil && n > math.MaxInt64/int64(mult) {
+			err = errors.New("overflow")
+		}
+		if err != nil {
+			return 0, fmt.Errorf("size %q is not a byte count that fits in 64 bits", s)
+		}
+		return n * int64(mult), nil
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %q is not a number", s, num)
+	}
+	if mult == 1 {
+		return 0, fmt.Errorf("size %q: a fraction needs a unit larger than a byte", s)
+	}
+	if f*mult >= math.MaxInt64 {
+		return 0, fmt.Errorf("size %q is not a byte count that fits in 64 bits", s)
+	}
+	return int64(f * mult), nil
 }

@@ -2,7 +2,9 @@ package cpu
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"sync"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/compile"
@@ -19,6 +21,10 @@ type Device struct {
 	cache   bool
 	pool    *workerPool
 	info    backend.Info
+	limit   int64 // the cap on held bytes (0: $TARTAN_MEMORY_LIMIT)
+
+	mu   sync.Mutex
+	held int64 // bytes of the slots of the open executables
 }
 
 var _ backend.Device = (*Device)(nil)
@@ -36,6 +42,13 @@ func Workers(n int) Option {
 // on by default (and TARTAN_CACHE=off turns it off too).
 func Cache(on bool) Option {
 	return func(d *Device) { d.cache = on }
+}
+
+// MemoryLimit caps the bytes of storage the device's open executables may
+// hold together, as $TARTAN_MEMORY_LIMIT does (the option wins); a program
+// that would exceed it fails to load with a *backend.OutOfMemoryError.
+func MemoryLimit(bytes int64) Option {
+	return func(d *Device) { d.limit = max(bytes, 1) }
 }
 
 // New returns the CPU device.
@@ -98,9 +111,55 @@ func (d *Device) Compile(g *tile.Graph) (backend.Executable, error) {
 
 // Load builds an executable for a compiled program: storage for every slot,
 // constants filled, variables zero, and an executor for every kernel.
+//
+// Before allocating, the program's storage is compared with the memory the
+// machine has available (on Linux MemAvailable in /proc/meminfo, and the
+// limit of the process's memory cgroup; elsewhere the total memory) and
+// with the cap set by MemoryLimit or $TARTAN_MEMORY_LIMIT, less what the
+// device's open executables hold; a program that does not fit fails with a
+// *backend.OutOfMemoryError (errors.Is backend.ErrOutOfMemory) naming its
+// largest slot.
 func (d *Device) Load(p *kir.Program) (*Executable, error) {
 	if p == nil {
 		return nil, fmt.Errorf("cpu: load: nil program")
 	}
 	return load(d, p)
+}
+
+// reserve counts the total bytes of p's slots against the device's memory
+// before they are allocated, or says why they do not fit.
+func (d *Device) reserve(p *kir.Program, size []int, total int64) error {
+	limit, source := d.limit, fmt.Sprintf("cpu.MemoryLimit(%d)", d.limit)
+	if limit == 0 {
+		var err error
+		if limit, err = backend.MemoryLimit(); err != nil {
+			return fmt.Errorf("cpu: %w", err)
+		}
+		source = backend.EnvMemoryLimit + "=" + os.Getenv(backend.EnvMemoryLimit)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	avail, why, known := availableMemory()
+	if limit > 0 {
+		if free := limit - d.held; !known || free < avail {
+			avail, why, known = free, source, true
+			if d.held > 0 {
+				why += fmt.Sprintf(", less %d bytes held by the device's other executables", d.held)
+			}
+		}
+	}
+	if known && total > avail {
+		what, bytes := largestSlot(p, size)
+		return &backend.OutOfMemoryError{Backend: "cpu", Device: "the machine", Program: p.Name, What: what,
+			Bytes: int64(bytes), Total: total, Available: max(avail, 0), Source: why}
+	}
+	d.held += total
+	return nil
+}
+
+// release returns bytes counted by reserve.
+func (d *Device) release(bytes int64) {
+	d.mu.Lock()
+	d.held -= bytes
+	d.mu.Unlock()
 }

@@ -29,6 +29,7 @@ type Executable struct {
 	outputs map[string]int
 	vars    map[string]int
 	given   []bool // per buffer: an input that has been set
+	held    int64  // bytes of the slots, counted against the device's limit
 	ran     bool
 	closed  bool
 }
@@ -51,10 +52,17 @@ func load(d *Device, p *kir.Program) (*Executable, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
-	x := &Executable{dev: d, prog: p, pool: d.pool, nwork: d.workers,
+	size, total, err := planSlots(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.reserve(p, size, total); err != nil {
+		return nil, err
+	}
+	x := &Executable{dev: d, prog: p, pool: d.pool, nwork: d.workers, held: total,
 		inputs: map[string]int{}, outputs: map[string]int{}, vars: map[string]int{},
 		given: make([]bool, len(p.Buffers))}
-	x.slots = allocSlots(p)
+	x.slots = allocSlots(size)
 	x.bufs = make([]*buffer, len(p.Buffers))
 	for i, b := range p.Buffers {
 		x.bufs[i] = view(b, x.slots[b.Slot])
@@ -80,6 +88,7 @@ func load(d *Device, p *kir.Program) (*Executable, error) {
 		r = regs{max(r.f, kr.f), max(r.d, kr.d), max(r.i, kr.i)}
 		kr2 := kernel
 		if err != nil {
+			x.Close()
 			return nil, fmt.Errorf("cpu: program %q: kernel %s: %w", p.Name, k.Name, err)
 		}
 		x.kernels = append(x.kernels, kr2)
@@ -223,7 +232,11 @@ func (x *Executable) WriteVariable(name string, data any) error {
 
 // Close implements backend.Executable: it releases the buffers.
 func (x *Executable) Close() error {
+	if x.closed {
+		return nil
+	}
 	x.closed = true
+	x.dev.release(x.held)
 	x.slots, x.bufs, x.kernels, x.frames = nil, nil, nil, nil
 	return nil
 }

@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"fmt"
+	"math"
+	"strings"
 	"unsafe"
 
 	"github.com/tartanml/tartan/backend"
@@ -38,19 +40,44 @@ func elemBytes(dt tile.DType) int {
 // memAlign is the alignment of every slot, a cache line.
 const memAlign = 64
 
-// allocSlots returns one zeroed, cache-line aligned region per slot, large
-// enough for every buffer stored in it.
-func allocSlots(p *kir.Program) [][]byte {
-	size := make([]int, p.Slots)
+// planSlots returns the bytes of every slot of p (the largest buffer stored
+// in it) and of all of them together with their alignment, or an error
+// when a size overflows.
+func planSlots(p *kir.Program) (size []int, total int64, err error) {
+	size = make([]int, p.Slots)
 	for _, b := range p.Buffers {
-		size[b.Slot] = max(size[b.Slot], b.Size()*elemBytes(b.DType))
+		n := int64(elemBytes(b.DType))
+		for _, d := range b.Shape {
+			if d < 0 || d > 0 && n > math.MaxInt64/4/int64(d) {
+				return nil, 0, fmt.Errorf("cpu: program %q: buffer b%d %q %s%v is too large to address", p.Name, b.ID, b.Name, b.DType, b.Shape)
+			}
+			n *= int64(d)
+		}
+		size[b.Slot] = max(size[b.Slot], int(n))
 	}
-	slots := make([][]byte, p.Slots)
+	for _, n := range size {
+		if n > 0 {
+			if total > math.MaxInt64/4-int64(n) {
+				return nil, 0, fmt.Errorf("cpu: program %q needs more than %d bytes", p.Name, total)
+			}
+			total += int64(slotAlloc(n))
+		}
+	}
+	return size, total, nil
+}
+
+// slotAlloc is the bytes allocated for a slot of n bytes.
+func slotAlloc(n int) int { return 8 * ((n+memAlign)/8 + 1) }
+
+// allocSlots returns one zeroed, cache-line aligned region per slot of the
+// given sizes.
+func allocSlots(size []int) [][]byte {
+	slots := make([][]byte, len(size))
 	for i, n := range size {
 		if n == 0 {
 			continue
 		}
-		raw := make([]uint64, (n+memAlign)/8+1)
+		raw := make([]uint64, slotAlloc(n)/8)
 		off := 0
 		if a := uintptr(unsafe.Pointer(&raw[0])) % memAlign; a != 0 {
 			off = int(memAlign - a)
@@ -59,6 +86,35 @@ func allocSlots(p *kir.Program) [][]byte {
 		slots[i] = all[off : off+n : off+n]
 	}
 	return slots
+}
+
+// largestSlot names the largest slot of p and its buffers.
+func largestSlot(p *kir.Program, size []int) (string, int) {
+	best := 0
+	for i, n := range size {
+		if n > size[best] {
+			best = i
+		}
+	}
+	if len(size) == 0 {
+		return "no slot", 0
+	}
+	var names []string
+	for _, b := range p.Buffers {
+		if b.Slot != best {
+			continue
+		}
+		if len(names) == 4 {
+			names = append(names, "…")
+			break
+		}
+		n := fmt.Sprintf("b%d", b.ID)
+		if b.Name != "" {
+			n += fmt.Sprintf(" %q", b.Name)
+		}
+		names = append(names, fmt.Sprintf("%s %s %s%v", n, b.Kind, b.DType, b.Shape))
+	}
+	return fmt.Sprintf("slot %d (%s)", best, strings.Join(names, ", ")), size[best]
 }
 
 // view makes buffer b's typed view of mem.

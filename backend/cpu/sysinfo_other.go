@@ -1,6 +1,10 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package cpu
 
-// systemMemory is unknown outside Linux.
+// systemMemory is unknown outside Linux and macOS.
 func systemMemory() int64 { return 0 }
+
+// availableMemory is unknown outside Linux and macOS: only the explicit
+// limit applies.
+func availableMemory() (avail int64, source string, known bool) { return 0, "", false }

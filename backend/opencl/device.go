@@ -375,7 +375,12 @@ func (d *Device) Compile(g *tile.Graph) (backend.Executable, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.Load(p)
+	e, err := d.Load(p)
+	if err != nil {
+		// A nil *Executable in the interface would not be nil.
+		return nil, err
+	}
+	return e, nil
 }
 
 // buildOptions are given to every program build.
@@ -389,7 +394,7 @@ func (d *Device) build(name, source string) (*cl.Program, error) {
 
 // programKey is the cache key of source built with options on the device.
 func (d *Device) programKey(source, options string) string {
-	return cacheKey("tartan-opencl-1", source, d.info.Name, d.info.Vendor, d.info.DriverVersion, d.info.Version,
+	return cacheKey("tartan-opencl-2", source, d.info.Name, d.info.Vendor, d.info.DriverVersion, d.info.Version,
 		d.cand.Platform.Version, options)
 }
 
@@ -406,8 +411,9 @@ func (d *Device) fromBinary(bin []byte, options string) (*cl.Program, error) {
 	return p, nil
 }
 
-// fromCache returns the cached program for key, or nil; an entry the
-// driver rejects is removed.
+// fromCache returns the cached program for key, or nil; an entry that
+// fails the cache's checks or that the driver rejects is reported and
+// removed.
 func (d *Device) fromCache(key, options string) *cl.Program {
 	bin := d.cache.get(key)
 	if bin == nil {
@@ -415,7 +421,7 @@ func (d *Device) fromCache(key, options string) *cl.Program {
 	}
 	p, err := d.fromBinary(bin, options)
 	if err != nil {
-		d.cache.remove(key)
+		d.cache.damaged(key, fmt.Errorf("the driver rejected the binary: %w", err))
 		return nil
 	}
 	return p

@@ -30,15 +30,19 @@
 //     program per executable, or, when helper processes are available, one
 //     per shard of its kernels, built by the helpers at once; binaries are
 //     cached on disk under $XDG_CACHE_HOME/tartan/opencl keyed by the
-//     SHA-256 of source, device, driver and options. A process started with
+//     SHA-256 of source, device, driver and options, each with its size and
+//     digest, checked before the driver sees it (a damaged entry is
+//     reported, removed and rebuilt). A process started with
 //     EnvBuilder set serves builds for its parent and does nothing else.
 //   - Executing (executable.go): Device.Load allocates one buffer per
 //     storage slot and sets every kernel's arguments once; Run enqueues the
 //     launches without waiting; reads wait.
 //
 // Errors name the culprit: BuildError carries the compiler log and the
-// kernels it points at, OutOfMemoryError the buffers of the failed
-// allocation, and a device that stops working is reported once as lost
+// kernels it points at, OutOfMemoryError (matching backend.ErrOutOfMemory)
+// the slot that does not fit, the program's bytes and the device's memory —
+// a program needing more than the device has is refused before anything is
+// built or allocated — and a device that stops working is reported once as lost
 // (ErrDeviceLost) and refuses further work. TARTAN_DEBUG=kernels prints every
 // rendered program.
 //

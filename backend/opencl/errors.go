@@ -3,12 +3,14 @@ package opencl
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/opencl/cl"
 	"github.com/tartanml/tartan/kir"
 )
@@ -103,26 +105,19 @@ func kernelsAtLines(source, log string) []string {
 	return out
 }
 
-// OutOfMemoryError reports a device allocation that failed.
-type OutOfMemoryError struct {
-	Device string
-	// What names the storage: a slot and the buffers that share it, or a
-	// scratch buffer.
-	What  string
-	Bytes int
-	// Total is the device memory the executable asked for in all.
-	Total int64
-	// Available is the device's global memory.
-	Available uint64
-	Err       error
-}
+// OutOfMemoryError reports a program that does not fit in the device's
+// memory: refused before allocating (more bytes in all than the device's
+// global memory, or a slot larger than its largest buffer) or an allocation
+// that failed. It matches backend.ErrOutOfMemory.
+type OutOfMemoryError = backend.OutOfMemoryError
 
-func (e *OutOfMemoryError) Error() string {
-	return fmt.Sprintf("opencl: out of device memory on %s: allocating %d bytes for %s (the program needs %d bytes in all; the device has %d): %v",
-		e.Device, e.Bytes, e.What, e.Total, e.Available, e.Err)
+// outOfMemory returns the error for storage what of n bytes of p that does
+// not fit; err is the allocation's failure, or why it was not tried.
+func (d *Device) outOfMemory(p *kir.Program, what string, n int, total int64, err error) error {
+	return &OutOfMemoryError{Backend: "opencl", Device: fmt.Sprintf("%s %q", d.cand.ID, d.info.Name), Program: p.Name,
+		What: what, Bytes: int64(n), Total: total, Available: int64(min(d.info.GlobalMemSize, math.MaxInt64)),
+		Source: "CL_DEVICE_GLOBAL_MEM_SIZE", Err: err}
 }
-
-func (e *OutOfMemoryError) Unwrap() error { return e.Err }
 
 // isOOM reports whether an OpenCL error means memory ran out.
 func isOOM(err error) bool {

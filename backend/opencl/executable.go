@@ -3,6 +3,7 @@ package opencl
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -92,6 +93,10 @@ func (d *Device) load(p *kir.Program, tr traits) (*Executable, error) {
 
 func (e *Executable) load(r *rendered) error {
 	d, p := e.d, e.p
+	slotBytes, total, err := d.planMemory(p, r)
+	if err != nil {
+		return err
+	}
 	if len(r.Launches) > 0 {
 		progs, err := d.buildProgram(p.Name, r)
 		if err != nil {
@@ -99,25 +104,8 @@ func (e *Executable) load(r *rendered) error {
 		}
 		e.progs = progs
 	}
-	// Slots hold their buffers in the device's storage types (f16 and
-	// bf16 as float32), which may be wider than the plan assumed.
-	slotBytes := append([]int(nil), p.SlotBytes...)
-	for _, b := range p.Buffers {
-		slotBytes[b.Slot] = max(slotBytes[b.Slot], b.Size()*storageSize(b.DType))
-	}
-	var total int64
-	for _, n := range slotBytes {
-		total += int64(allocSize(n))
-	}
-	for _, n := range r.Scratch {
-		total += int64(allocSize(n))
-	}
 	alloc := func(what string, n int) (*cl.Buffer, error) {
 		size := allocSize(n)
-		if uint64(size) > d.info.MaxMemAllocSize && d.info.MaxMemAllocSize > 0 {
-			return nil, &OutOfMemoryError{Device: d.cand.ID + " " + d.info.Name, What: what, Bytes: size, Total: total,
-				Available: d.info.GlobalMemSize, Err: fmt.Errorf("larger than the device's largest buffer (%d bytes)", d.info.MaxMemAllocSize)}
-		}
 		b, err := d.ctx.NewBuffer(cl.MemReadWrite, size)
 		if err == nil {
 			// Touch the memory now so that a shortage shows here, naming
@@ -136,8 +124,7 @@ func (e *Executable) load(r *rendered) error {
 		}
 		if err != nil {
 			if isOOM(err) {
-				return nil, &OutOfMemoryError{Device: d.cand.ID + " " + d.info.Name, What: what, Bytes: size, Total: total,
-					Available: d.info.GlobalMemSize, Err: err}
+				return nil, d.outOfMemory(p, what, size, total, err)
 			}
 			return nil, d.execError("allocating "+what, err)
 		}
@@ -206,6 +193,61 @@ func (e *Executable) load(r *rendered) error {
 
 // allocSize rounds a buffer size up to a positive multiple of 16 bytes.
 func allocSize(n int) int { return max((n+15)/16*16, 16) }
+
+// planMemory returns the bytes of every slot of p on the device (in the
+// device's storage types, f16 and bf16 as float32, which may be wider than
+// the plan assumed) and of all its buffers, slots and scratch, together.
+// A program that cannot fit is refused before anything is built or
+// allocated: more bytes in all than the device's global memory, or a
+// buffer larger than its largest allocation.
+func (d *Device) planMemory(p *kir.Program, r *rendered) ([]int, int64, error) {
+	const most = math.MaxInt64 / 4
+	slotBytes := append([]int(nil), p.SlotBytes...)
+	for _, b := range p.Buffers {
+		n := int64(storageSize(b.DType))
+		for _, x := range b.Shape {
+			if x < 0 || x > 0 && n > most/int64(x) {
+				return nil, 0, fmt.Errorf("opencl: program %q: buffer b%d %q %s%v is too large to address", p.Name, b.ID, b.Name, b.DType, b.Shape)
+			}
+			n *= int64(x)
+		}
+		slotBytes[b.Slot] = max(slotBytes[b.Slot], int(n))
+	}
+	var total int64
+	for _, n := range append(append([]int(nil), slotBytes...), r.Scratch...) {
+		if n < 0 || n > most || total > most-int64(n) {
+			return nil, 0, fmt.Errorf("opencl: program %q needs more than %d bytes", p.Name, total)
+		}
+		total += int64(allocSize(n))
+	}
+	if avail := d.info.GlobalMemSize; avail > 0 && uint64(total) > avail {
+		best := 0
+		for s, n := range slotBytes {
+			if n > slotBytes[best] {
+				best = s
+			}
+		}
+		what, n := "no slot", 0
+		if len(slotBytes) > 0 {
+			what, n = slotDescription(p, best), allocSize(slotBytes[best])
+		}
+		return nil, 0, d.outOfMemory(p, what, n, total, nil)
+	}
+	if largest := d.info.MaxMemAllocSize; largest > 0 {
+		tooBig := fmt.Errorf("larger than the device's largest buffer (%d bytes)", largest)
+		for s, n := range slotBytes {
+			if uint64(allocSize(n)) > largest {
+				return nil, 0, d.outOfMemory(p, slotDescription(p, s), allocSize(n), total, tooBig)
+			}
+		}
+		for i, n := range r.Scratch {
+			if uint64(allocSize(n)) > largest {
+				return nil, 0, d.outOfMemory(p, fmt.Sprintf("scratch buffer %d", i), allocSize(n), total, tooBig)
+			}
+		}
+	}
+	return slotBytes, total, nil
+}
 
 func (e *Executable) scratchOr(a argRef) *cl.Buffer {
 	if a.Buf >= 0 {
@@ -353,7 +395,7 @@ func (e *Executable) Close() error {
 			first = err
 		}
 	}
-	if e.d.usable() == nil {
+	if e.d.usable() == nil && (len(e.slots) > 0 || len(e.scratch) > 0 || len(e.launches) > 0) {
 		keep(e.d.queue.Finish())
 	}
 	for _, l := range e.launches {

@@ -237,7 +237,11 @@ type DeviceLog struct {
 // shortened to the first 8 KiB per device.
 func (e *BuildError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.Err.Error())
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	} else {
+		b.WriteString("opencl: building the program failed")
+	}
 	for _, l := range e.Logs {
 		log := strings.TrimSpace(l.Log)
 		if log == "" {
@@ -251,8 +255,14 @@ func (e *BuildError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the underlying *Error.
-func (e *BuildError) Unwrap() error { return e.Err }
+// Unwrap returns the underlying *Error, or nil (not a nil *Error in the
+// interface) when there is none.
+func (e *BuildError) Unwrap() error {
+	if e.Err == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Log returns every device's build log joined by newlines.
 func (e *BuildError) Log() string {

@@ -3,6 +3,7 @@ package cl
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -101,6 +102,22 @@ func TestBuildErrorMessage(t *testing.T) {
 	}
 	if !strings.Contains(be.Log(), long) {
 		t.Error("Log() lost the full log")
+	}
+}
+
+// TestBuildErrorWithoutCause checks that a BuildError with no *Error
+// unwraps to a nil interface (not a nil *Error in a non-nil one, on which
+// errors.Is and errors.As would call methods) and still has a message.
+func TestBuildErrorWithoutCause(t *testing.T) {
+	be := &BuildError{Logs: []DeviceLog{{Device: "dev0", Log: "error: x"}}}
+	if u := be.Unwrap(); u != nil {
+		t.Errorf("Unwrap = %#v, want nil", u)
+	}
+	if IsCode(be, BuildProgramFailure) || errors.Is(be, io.EOF) {
+		t.Error("a BuildError without cause matched a code")
+	}
+	if msg := be.Error(); !strings.Contains(msg, "building the program failed") || !strings.Contains(msg, "error: x") {
+		t.Errorf("message %q", msg)
 	}
 }
 
