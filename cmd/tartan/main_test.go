@@ -2,12 +2,20 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/tartanml/tartan/backend/cpu"
 	"github.com/tartanml/tartan/data"
 	"github.com/tartanml/tartan/nn"
 )
@@ -200,5 +208,494 @@ func TestBenchWritesEveryFigure(t *testing.T) {
 	}
 	if code, _, errs := runCLI("bench", "--steps", "0"); code != 2 || !strings.Contains(errs, "positive --steps") {
 		t.Errorf("--steps 0: exit %d, %s", code, errs)
+	}
+}
+
+// runCLIInput runs a command line with the given standard input.
+func runCLIInput(stdin io.Reader, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := runWith(args, stdin, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// runCLIWithin runs a command line like runCLIInput, failing the test
+// when it has not returned within limit (the command then keeps running in
+// the background until the test binary exits).
+func runCLIWithin(t *testing.T, limit time.Duration, stdin io.Reader, args ...string) (int, string, string) {
+	t.Helper()
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	var out, errb syncBuffer
+	go func() {
+		code := runWith(args, stdin, &out, &errb)
+		done <- result{code, out.String(), errb.String()}
+	}()
+	select {
+	case r := <-done:
+		return r.code, r.out, r.err
+	case <-time.After(limit):
+		t.Fatalf("tartan %q still runs after %v:\n%s%s", args, limit, out.String(), errb.String())
+	}
+	return 0, "", ""
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in two
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// dataOrMissing returns the Fashion-MNIST directory when there is one and
+// otherwise a directory without the data: the checks made before loading
+// the data must not depend on it.
+func dataOrMissing(t *testing.T) string {
+	t.Helper()
+	for _, d := range []string{os.Getenv("TARTAN_DATA"), "/usr/share/datasets/fashion-mnist"} {
+		if d == "" {
+			continue
+		}
+		if _, _, err := data.FashionMNIST(data.Dir(d)); err == nil {
+			return d
+		}
+	}
+	return t.TempDir()
+}
+
+// mkfifo makes a named pipe at path, or skips the test.
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	tool, err := exec.LookPath("mkfifo")
+	if err != nil {
+		t.Skipf("no mkfifo: %v", err)
+	}
+	if out, err := exec.Command(tool, path).CombinedOutput(); err != nil {
+		t.Skipf("mkfifo %s: %v %s", path, err, out)
+	}
+}
+
+// quickFit is the start of a short fit command line on the CPU.
+func quickFit(dataDir string, more ...string) []string {
+	return append([]string{"fit", "--model", "fashion-mlp", "--epochs", "1", "--limit", "100", "--batch-size", "50",
+		"--device", "cpu", "--data", dataDir}, more...)
+}
+
+// TestFitOutputCollisions checks that two outputs naming one file (by the
+// same or another spelling, a symbolic link or a hard link) are refused
+// before any work, so that --save or --json cannot overwrite the
+// checkpoint (D7).
+func TestFitOutputCollisions(t *testing.T) {
+	dataDir := dataOrMissing(t)
+	tmp := t.TempDir()
+	t.Chdir(tmp)
+	ck := filepath.Join(tmp, "ck.safetensors")
+	const content = "an existing checkpoint"
+	if err := os.WriteFile(ck, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("ck.safetensors", filepath.Join(tmp, "link.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(ck, filepath.Join(tmp, "hard.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(tmp, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(tmp, filepath.Join(tmp, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"--save is the checkpoint", []string{"--save", ck, "--checkpoint", ck}},
+		{"--json is the checkpoint", []string{"--json", ck, "--checkpoint", ck}},
+		{"relative and absolute spellings", []string{"--save", "./sub/../ck.safetensors", "--checkpoint", ck}},
+		{"a symbolic link to the checkpoint", []string{"--save", "link.safetensors", "--checkpoint", ck}},
+		{"a hard link to the checkpoint", []string{"--json", "hard.safetensors", "--checkpoint", ck}},
+		{"through a linked directory", []string{"--save", "alias/ck.safetensors", "--checkpoint", ck}},
+		{"two new files of one name", []string{"--save", "out.png", "--plot", filepath.Join(tmp, "out.png")}},
+		{"--json is --save", []string{"--save", "x", "--json", "x"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLIWithin(t, time.Minute, strings.NewReader(""), quickFit(dataDir, c.args...)...)
+			if code != exitUsage || !strings.Contains(errs, "name the same file") {
+				t.Errorf("exit %d, want %d and an error saying the outputs name the same file:\n%s%s", code, exitUsage, out, errs)
+			}
+			if strings.Contains(out, "Epoch") {
+				t.Errorf("the run trained before refusing its outputs:\n%s", out)
+			}
+			if b, err := os.ReadFile(ck); err != nil || string(b) != content {
+				t.Errorf("the checkpoint was changed: %q, %v", b, err)
+			}
+		})
+	}
+}
+
+// TestFitChecksOutputsFirst checks that every output path is checked
+// before any work (D8) and that only regular files, or new files in
+// writable directories, are accepted: a FIFO, a device, a directory and
+// the like are refused with an error naming the flag, the path and what
+// it is, and nothing hangs (D14).
+func TestFitChecksOutputsFirst(t *testing.T) {
+	dataDir := dataOrMissing(t)
+	tmp := t.TempDir()
+	fifo := filepath.Join(tmp, "fifo")
+	mkfifo(t, fifo)
+	file := filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "dir")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	loop := filepath.Join(tmp, "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	linkToDir := filepath.Join(tmp, "linkdir")
+	if err := os.Symlink(dir, linkToDir); err != nil {
+		t.Fatal(err)
+	}
+	linkToFIFO := filepath.Join(tmp, "linkfifo")
+	if err := os.Symlink(fifo, linkToFIFO); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(tmp, "dangling")
+	if err := os.Symlink(filepath.Join(tmp, "nowhere", "x"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"a FIFO as the checkpoint", []string{"--checkpoint", fifo}, exitUsage, "--checkpoint " + fifo + " is a named pipe (FIFO), not a regular file"},
+		{"a FIFO as --json", []string{"--json", fifo}, exitUsage, "--json " + fifo + " is a named pipe"},
+		{"/dev/null as the checkpoint", []string{"--checkpoint", "/dev/null"}, exitUsage, "--checkpoint /dev/null is a character device, not a regular file"},
+		{"/dev/zero as --save", []string{"--save", "/dev/zero"}, exitUsage, "--save /dev/zero is a character device"},
+		{"a directory as --save", []string{"--save", dir}, exitUsage, "--save " + dir + " is a directory, not a regular file"},
+		{"the working directory as --json", []string{"--json", "."}, exitUsage, "--json . is a directory"},
+		{"a trailing slash", []string{"--save", dir + "/"}, exitUsage, "ends in a slash"},
+		{"a link to a directory", []string{"--checkpoint", linkToDir}, exitUsage, "(a symbolic link to " + dir + ") is a directory"},
+		{"a link to a FIFO", []string{"--checkpoint", linkToFIFO}, exitUsage, "is a named pipe"},
+		{"a missing directory", []string{"--plot", filepath.Join(tmp, "nowhere", "c.png")}, exitError, "--plot " + filepath.Join(tmp, "nowhere", "c.png") + ": the directory " + filepath.Join(tmp, "nowhere") + " does not exist"},
+		{"a file as the directory", []string{"--save", filepath.Join(file, "m")}, exitError, file + " is a regular file, not a directory"},
+		{"a symbolic link loop", []string{"--json", loop}, exitError, "--json " + loop + ": "},
+		{"a dangling link into a missing directory", []string{"--save", dangling}, exitError, "does not exist"},
+		{"a bad checkpoint name", []string{"--checkpoint", filepath.Join(tmp, "ck-{epoch}")}, exitUsage, "must not hold { or }"},
+	}
+	if fi, err := os.Stat("/sys"); err == nil && fi.IsDir() && runtime.GOOS == "linux" {
+		// Not even root may create files in /sys.
+		cases = append(cases, struct {
+			name string
+			args []string
+			code int
+			want string
+		}{"a directory that takes no files", []string{"--save", "/sys/model.safetensors"}, exitError, "--save /sys/model.safetensors: cannot create files in /sys"})
+	}
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(tmp, "readonly")
+		if err := os.Mkdir(ro, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, struct {
+			name string
+			args []string
+			code int
+			want string
+		}{"a read-only directory", []string{"--json", filepath.Join(ro, "r.json")}, exitError, "cannot create files in " + ro + ": permission denied"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLIWithin(t, time.Minute, strings.NewReader(""), quickFit(dataDir, c.args...)...)
+			if code != c.code || !strings.Contains(errs, c.want) {
+				t.Errorf("exit %d, want %d with %q:\n%s%s", code, c.code, c.want, out, errs)
+			}
+			if strings.Contains(out, "Epoch") || strings.Contains(out, "Model:") {
+				t.Errorf("the run started before refusing its outputs:\n%s", out)
+			}
+		})
+	}
+	// The write test leaves nothing behind.
+	entries, _ := os.ReadDir(tmp)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".tartan") {
+			t.Errorf("left %s behind", e.Name())
+		}
+	}
+}
+
+// TestFitWritesThroughLinks checks that outputs named by symbolic links to
+// regular files (or to files still to be made) are accepted, and that
+// --json and --plot replace the file the link leads to and keep the link.
+func TestFitWritesThroughLinks(t *testing.T) {
+	dir := fashionDir(t)
+	tmp := t.TempDir()
+	js, png := filepath.Join(tmp, "run.json"), filepath.Join(tmp, "curves.png")
+	if err := os.WriteFile(js, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jsLink, pngLink := filepath.Join(tmp, "latest.json"), filepath.Join(tmp, "latest.png")
+	if err := os.Symlink("run.json", jsLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(png, pngLink); err != nil { // dangling until written
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(quickFit(dir, "--json", jsLink, "--plot", pngLink)...)
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+	for _, l := range []string{jsLink, pngLink} {
+		if fi, err := os.Lstat(l); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a symbolic link (%v)", l, err)
+		}
+	}
+	var rep fitReport
+	if b, err := os.ReadFile(js); err != nil || json.Unmarshal(b, &rep) != nil || rep.TrainSamples != 100 {
+		t.Errorf("the link's target holds %q (%v)", b, err)
+	}
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("the dangling link's target was not written as a PNG (%v)", err)
+	}
+}
+
+// writeIDX writes an uncompressed IDX file of uint8 values with the given
+// dimensions.
+func writeIDX(t *testing.T, path string, values []byte, dims ...int) {
+	t.Helper()
+	b := []byte{0, 0, 0x08, byte(len(dims))}
+	for _, d := range dims {
+		b = binary.BigEndian.AppendUint32(b, uint32(d))
+	}
+	if err := os.WriteFile(path, append(b, values...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFitEmptyTestSet checks that an empty test set (or training set) is
+// reported before training, not by the evaluation after it (D13).
+func TestFitEmptyTestSet(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		train, test int
+		want        string
+	}{
+		{"empty test set", 64, 0, "the test set"},
+		{"empty training set", 0, 64, "the training set"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			labels := func(n int) []byte {
+				l := make([]byte, n)
+				for i := range l {
+					l[i] = byte(i % 10)
+				}
+				return l
+			}
+			writeIDX(t, filepath.Join(dir, "train-images-idx3-ubyte"), make([]byte, c.train*28*28), c.train, 28, 28)
+			writeIDX(t, filepath.Join(dir, "train-labels-idx1-ubyte"), labels(c.train), c.train)
+			writeIDX(t, filepath.Join(dir, "t10k-images-idx3-ubyte"), make([]byte, c.test*28*28), c.test, 28, 28)
+			writeIDX(t, filepath.Join(dir, "t10k-labels-idx1-ubyte"), labels(c.test), c.test)
+			code, out, errs := runCLIWithin(t, 2*time.Minute, strings.NewReader(""),
+				"fit", "--model", "fashion-mlp", "--epochs", "1", "--device", "cpu", "--data", dir)
+			if code != exitError || !strings.Contains(errs, c.want) || !strings.Contains(errs, "has no samples") || !strings.Contains(errs, dir) {
+				t.Errorf("exit %d, want %d and an error saying %s has no samples:\n%s%s", code, exitError, c.want, out, errs)
+			}
+			if strings.Contains(out, "Epoch") {
+				t.Errorf("the run trained before noticing:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestFitSeedOnResume checks that a --seed that differs from the seed of
+// the checkpoint being resumed is refused, while the same seed or none
+// resumes (D20).
+func TestFitSeedOnResume(t *testing.T) {
+	dir := fashionDir(t)
+	ck := filepath.Join(t.TempDir(), "ck.safetensors")
+	fit := func(epochs string, more ...string) []string {
+		return append([]string{"fit", "--model", "fashion-mlp", "--epochs", epochs, "--limit", "100", "--batch-size", "50",
+			"--device", "cpu", "--data", dir, "--checkpoint", ck}, more...)
+	}
+	if code, out, errs := runCLI(fit("1", "--seed", "3")...); code != exitOK {
+		t.Fatalf("first run: exit %d:\n%s%s", code, out, errs)
+	}
+	before, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(fit("2", "--seed", "4")...)
+	if code != exitUsage || !strings.Contains(errs, "--seed 4 differs from the seed 3 of checkpoint "+ck) {
+		t.Errorf("another seed: exit %d, want %d and a message naming both seeds:\n%s%s", code, exitUsage, out, errs)
+	}
+	if strings.Contains(out, "Epoch") {
+		t.Errorf("the run with another seed trained:\n%s", out)
+	}
+	if after, _ := os.ReadFile(ck); !bytes.Equal(before, after) {
+		t.Error("the refused run changed the checkpoint")
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"the same seed", fit("2", "--seed", "3")},
+		{"no seed", fit("3")},
+	} {
+		code, out, errs := runCLI(c.args...)
+		if code != exitOK || !strings.Contains(out, "Resuming from "+ck) {
+			t.Errorf("%s: exit %d, want a resumed run:\n%s%s", c.name, code, out, errs)
+		}
+	}
+}
+
+// nanCheckpoint writes a checkpoint of the fashion-mlp model (as fit
+// compiles it) after 0 epochs whose output bias makes the loss infinite.
+func nanCheckpoint(t *testing.T, path string) {
+	t.Helper()
+	m, err := nn.ShowcaseModel("fashion-mlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.InitWeights(0); err != nil {
+		t.Fatal(err)
+	}
+	dev := cpu.New()
+	defer dev.Close()
+	if err := m.Compile(nn.Adam(1e-3), nn.SparseCategoricalCrossentropy(), nn.Metrics("accuracy"), nn.OnDevice(dev), nn.Seed(0)); err != nil {
+		t.Fatal(err)
+	}
+	ws := m.Weights()
+	last := ws[len(ws)-1]
+	if !strings.HasSuffix(last.Name(), "bias") {
+		t.Fatalf("the last weight is %s, not a bias", last.Name())
+	}
+	b := make([]float32, 10)
+	for i := range b {
+		b[i] = -3e38
+	}
+	b[0] = 3e38 // every sample not of class 0 has an infinite loss
+	a, err := nn.NewArray(b, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetWeight(last.Name(), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SaveCheckpoint(path, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExitCodes checks each documented exit status (D19): 0 success, 1
+// error, 2 usage error, 3 training stopped by a NaN, 4 setup saved
+// nothing, 70 an internal error, caught with its stack instead of
+// crashing with the runtime's 2.
+func TestExitCodes(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("TARTAN_DEVICE", "")
+	commands["crash-for-test"] = func([]string, io.Reader, io.Writer, io.Writer) error {
+		var m map[string]int
+		m["x"]++ // a nil map write: a runtime panic
+		return nil
+	}
+	defer delete(commands, "crash-for-test")
+
+	code, out, errs := runCLI("crash-for-test")
+	if code != exitInternal || !strings.Contains(errs, "tartan: internal error: assignment to entry in nil map") ||
+		!strings.Contains(errs, "goroutine ") || !strings.Contains(errs, "main_test.go") {
+		t.Errorf("a panic: exit %d, want %d with the message and the stack:\n%s%s", code, exitInternal, out, errs)
+	}
+
+	if code, _, _ := runCLI("help"); code != exitOK {
+		t.Errorf("help: exit %d", code)
+	}
+	if code, _, _ := runCLI("fit", "--data", t.TempDir(), "--device", "cpu"); code != exitError {
+		t.Errorf("missing data: exit %d, want %d", code, exitError)
+	}
+	if code, _, _ := runCLI("fit", "--epochs", "-1"); code != exitUsage {
+		t.Errorf("--epochs -1: exit %d, want %d", code, exitUsage)
+	}
+	if code, out, errs := runCLIInput(strings.NewReader(""), "setup"); code != exitNotSaved || !strings.Contains(errs, "nothing was saved") {
+		t.Errorf("setup without input: exit %d, want %d:\n%s%s", code, exitNotSaved, out, errs)
+	}
+
+	// Every status is documented in the usage text.
+	_, usageText, _ := runCLI("help")
+	for _, want := range []string{"0 success", "1 error", "2 usage error", "3 training stopped by a NaN", "4 setup saved nothing", "70 internal"} {
+		if !strings.Contains(usageText, want) {
+			t.Errorf("the usage text lacks %q:\n%s", want, usageText)
+		}
+	}
+
+	dir := fashionDir(t)
+	tmp := t.TempDir()
+	ck, js := filepath.Join(tmp, "ck.safetensors"), filepath.Join(tmp, "run.json")
+	nanCheckpoint(t, ck)
+	before, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(tmp, "model.safetensors")
+	code, out, errs = runCLI(quickFit(dir, "--checkpoint", ck, "--json", js, "--save", model)...)
+	if code != exitStopped || !strings.Contains(errs, "training stopped early") {
+		t.Errorf("a NaN loss: exit %d, want %d:\n%s%s", code, exitStopped, out, errs)
+	}
+	var rep fitReport
+	if b, err := os.ReadFile(js); err != nil || json.Unmarshal(b, &rep) != nil || rep.StopReason == "" {
+		t.Errorf("the stopped run's report: %q, %v", b, err)
+	}
+	if after, _ := os.ReadFile(ck); !bytes.Equal(before, after) {
+		t.Error("the stopped run overwrote the checkpoint")
+	}
+	if _, err := os.Stat(model); err == nil {
+		t.Error("the stopped run saved its model")
+	}
+}
+
+// TestSetupEndOfInputIsNo checks that tartan setup with no input (as from
+// /dev/null) saves nothing, says so and exits with 4 (D18).
+func TestSetupEndOfInputIsNo(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	for _, c := range []struct {
+		name  string
+		input string
+		args  []string
+	}{
+		{"no input", "", []string{"setup"}},
+		{"a device, then the end", "1\n", []string{"setup"}},
+		{"--device without --yes", "", []string{"setup", "--device", "cpu"}},
+		{"no", "1\nn\n", []string{"setup"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLIWithin(t, time.Minute, strings.NewReader(c.input), c.args...)
+			if code != exitNotSaved || !strings.Contains(out, "Not saved") || !strings.Contains(errs, "nothing was saved") {
+				t.Errorf("exit %d, want %d:\n%s%s", code, exitNotSaved, out, errs)
+			}
+			if _, err := os.Stat(filepath.Join(cfg, "tartan", "config.json")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a config file exists (%v)", err)
+			}
+		})
 	}
 }
