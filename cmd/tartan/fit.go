@@ -174,7 +174,9 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "Device: %s (%s); training on %d samples, batch size %d\n", dev.Info().ID, dev.Info().Name, train.Len(), o.batch)
 
-	fitOpts := []nn.FitOption{nn.BatchSize(o.batch), nn.Epochs(o.epochs), nn.Progress(stdout)}
+	// A batch larger than the data is one batch of all of it: asking for
+	// no more keeps the host buffers sized by the data, not by the flag.
+	fitOpts := []nn.FitOption{nn.BatchSize(min(o.batch, train.Len())), nn.Epochs(o.epochs), nn.Progress(stdout)}
 	callbacks := []nn.Callback{nn.TerminateOnNaN()}
 	if o.checkpoint != "" {
 		if outs["checkpoint"].exists() {
@@ -192,7 +194,7 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scores, err := m.Evaluate(test, nn.BatchSize(o.batch), nn.Verbose(0))
+	scores, err := m.Evaluate(test, nn.BatchSize(min(o.batch, test.Len())), nn.Verbose(0))
 	if err != nil {
 		return err
 	}

@@ -699,3 +699,155 @@ func TestSetupEndOfInputIsNo(t *testing.T) {
 		})
 	}
 }
+
+// endless is an input that never ends: the same bytes forever.
+type endless struct{ b []byte }
+
+func (e endless) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		n += copy(p[n:], e.b)
+	}
+	return n, nil
+}
+
+// TestHostileFlags goes through every flag of every command with hostile
+// values (negative, zero, huge, not numbers, empty, paths to directories,
+// FIFOs and devices) and checks that each ends, within a time limit, with
+// the documented exit status and a message naming what is wrong: never a
+// panic (which would be status 70), never a hang.
+func TestHostileFlags(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("TARTAN_DEVICE", "")
+	dataDir := dataOrMissing(t)
+	_, _, dataErr := data.FashionMNIST(data.Dir(dataDir))
+	haveData := dataErr == nil
+	tmp := t.TempDir()
+	fifo, fifoPNG := filepath.Join(tmp, "fifo"), filepath.Join(tmp, "fifo.png")
+	mkfifo(t, fifo)
+	mkfifo(t, fifoPNG)
+	file := filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, []byte("not data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A data directory whose test labels are a FIFO: reading it would wait
+	// forever.
+	fifoData := filepath.Join(tmp, "fifodata")
+	if err := os.Mkdir(fifoData, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte"} {
+		writeIDX(t, filepath.Join(fifoData, n), nil, 0)
+	}
+	mkfifo(t, filepath.Join(fifoData, "t10k-labels-idx1-ubyte"))
+	missing := filepath.Join(tmp, "missing")
+
+	fit := func(more ...string) []string { return quickFit(dataDir, more...) }
+	fitNoData := func(more ...string) []string { return quickFit(missing, more...) }
+	type hostile struct {
+		name     string
+		args     []string
+		stdin    io.Reader
+		code     int
+		want     string
+		needData bool
+	}
+	cases := []hostile{
+		// fit --epochs
+		{name: "epochs negative", args: fit("--epochs", "-1"), code: exitUsage, want: "--epochs -1 must be at least 1"},
+		{name: "epochs zero", args: fit("--epochs", "0"), code: exitUsage, want: "--epochs 0 must be at least 1"},
+		{name: "epochs NaN", args: fit("--epochs", "NaN"), code: exitUsage, want: `invalid value "NaN" for flag -epochs`},
+		{name: "epochs empty", args: fit("--epochs", ""), code: exitUsage, want: `invalid value "" for flag -epochs`},
+		{name: "epochs beyond int64", args: fit("--epochs", "99999999999999999999"), code: exitUsage, want: "value out of range"},
+		{name: "epochs float", args: fit("--epochs", "1e3"), code: exitUsage, want: `invalid value "1e3"`},
+		// fit --batch-size
+		{name: "batch zero", args: fit("--batch-size", "0"), code: exitUsage, want: "--batch-size 0 must be at least 1"},
+		{name: "batch negative", args: fit("--batch-size", "-3"), code: exitUsage, want: "--batch-size -3 must be at least 1"},
+		{name: "batch not a number", args: fit("--batch-size", "x"), code: exitUsage, want: `invalid value "x" for flag -batch-size`},
+		{name: "batch the largest int64", args: fit("--batch-size", "9223372036854775807"), code: exitOK, want: "Test accuracy", needData: true},
+		// fit --limit
+		{name: "limit negative", args: fit("--limit", "-1"), code: exitUsage, want: "--limit -1 must not be negative"},
+		{name: "limit the largest int64", args: fit("--limit", "9223372036854775807"), code: exitUsage, want: "exceeds the 60000 training samples", needData: true},
+		{name: "limit NaN", args: fit("--limit", "NaN"), code: exitUsage, want: `invalid value "NaN" for flag -limit`},
+		// fit --seed
+		{name: "seed NaN", args: fit("--seed", "NaN"), code: exitUsage, want: `invalid value "NaN" for flag -seed`},
+		{name: "seed beyond int64", args: fit("--seed", "99999999999999999999"), code: exitUsage, want: "value out of range"},
+		{name: "seed the smallest int64", args: fit("--seed", "-9223372036854775808"), code: exitOK, want: "Test accuracy", needData: true},
+		// fit --model
+		{name: "model empty", args: fit("--model", ""), code: exitUsage, want: `unknown model ""`},
+		{name: "model a path", args: fit("--model", "../../etc/passwd"), code: exitUsage, want: `unknown model "../../etc/passwd"`},
+		// fit --device
+		{name: "device unknown", args: fit("--device", "tpu"), code: exitUsage, want: `unknown device "tpu" from --device`},
+		{name: "device opencl without numbers", args: fit("--device", "opencl:"), code: exitUsage, want: `bad device id "opencl:"`},
+		{name: "device opencl negative", args: fit("--device", "opencl:-1:0"), code: exitUsage, want: `bad device id "opencl:-1:0"`},
+		{name: "device opencl huge", args: fit("--device", "opencl:99999999999999999999:0"), code: exitUsage, want: "bad device id"},
+		{name: "device opencl absent", args: fit("--device", "opencl:99:0"), code: exitError, want: "opencl:99:0"},
+		{name: "device control characters", args: fit("--device", "cpu\x00\x1b[2J"), code: exitUsage, want: "unknown device"},
+		{name: "device blank", args: append(fitNoData(), "--device", "  "), code: exitError, want: "Fashion-MNIST is not in the data directory"},
+		// fit --data
+		{name: "data missing", args: fitNoData(), code: exitError, want: missing},
+		{name: "data a FIFO", args: quickFit(fifo), code: exitError, want: fifo},
+		{name: "data /dev/null", args: quickFit("/dev/null"), code: exitError, want: "/dev/null"},
+		{name: "data a regular file", args: quickFit(file), code: exitError, want: file},
+		{name: "data holding a FIFO", args: quickFit(fifoData), code: exitError, want: "t10k-labels-idx1-ubyte"},
+		// fit outputs (more in TestFitChecksOutputsFirst)
+		{name: "plot not png", args: fit("--plot", "x.jpg"), code: exitUsage, want: "must name a .png file"},
+		{name: "plot a FIFO", args: fit("--plot", fifoPNG), code: exitUsage, want: "--plot " + fifoPNG + " is a named pipe"},
+		{name: "plot a new file", args: fit("--plot", filepath.Join(tmp, "new.png")), code: exitOK, want: "Test accuracy", needData: true},
+		{name: "json /dev/full", args: fit("--json", "/dev/full"), code: exitUsage, want: "--json /dev/full is a character device"},
+		{name: "checkpoint a FIFO", args: fit("--checkpoint", fifo), code: exitUsage, want: "is a named pipe"},
+		{name: "fit arguments", args: fit("extra"), code: exitUsage, want: `fit takes no arguments, got ["extra"]`},
+		{name: "fit unknown flag", args: fit("--lr", "1"), code: exitUsage, want: "flag provided but not defined: -lr"},
+		{name: "fit help", args: []string{"fit", "--help"}, code: exitOK, want: "Exit status"},
+		// devices
+		{name: "devices json not a bool", args: []string{"devices", "--json=maybe"}, code: exitUsage, want: `invalid boolean value "maybe"`},
+		{name: "devices arguments", args: []string{"devices", "x"}, code: exitUsage, want: `devices takes no arguments`},
+		{name: "devices unknown flag", args: []string{"devices", "--all"}, code: exitUsage, want: "flag provided but not defined: -all"},
+		// setup
+		{name: "setup unknown device", args: []string{"setup", "--device", "tpu", "--yes"}, code: exitUsage, want: `unknown device "tpu"`},
+		{name: "setup bad opencl id", args: []string{"setup", "--device", "opencl:x", "--yes"}, code: exitUsage, want: `bad device id "opencl:x"`},
+		{name: "setup absent device", args: []string{"setup", "--device", "opencl:9:9", "--yes"}, code: exitError, want: `no device "opencl:9:9"`},
+		{name: "setup yes not a bool", args: []string{"setup", "--yes=maybe"}, code: exitUsage, want: `invalid boolean value "maybe"`},
+		{name: "setup arguments", args: []string{"setup", "cpu"}, code: exitUsage, want: "setup takes no arguments"},
+		{name: "setup endless y", args: []string{"setup"}, stdin: endless{[]byte("y\n")}, code: exitNotSaved, want: "named no device"},
+		{name: "setup endless zeros", args: []string{"setup"}, stdin: endless{[]byte{0}}, code: exitNotSaved, want: "longer than"},
+		{name: "setup endless unclear save answers", args: []string{"setup", "--device", "cpu"}, stdin: endless{[]byte("maybe\n")}, code: exitNotSaved, want: "neither yes nor no"},
+		// bench (only what fails before measuring)
+		{name: "bench steps zero", args: []string{"bench", "--steps", "0"}, code: exitUsage, want: "positive --steps"},
+		{name: "bench steps negative", args: []string{"bench", "--steps", "-1"}, code: exitUsage, want: "positive --steps"},
+		{name: "bench steps not a number", args: []string{"bench", "--steps", "x"}, code: exitUsage, want: `invalid value "x" for flag -steps`},
+		{name: "bench repeat zero", args: []string{"bench", "--repeat", "0"}, code: exitUsage, want: "positive --steps and --repeat"},
+		{name: "bench unknown device", args: []string{"bench", "--device", "tpu"}, code: exitUsage, want: `unknown device "tpu"`},
+		{name: "bench arguments", args: []string{"bench", "extra"}, code: exitUsage, want: "bench takes no arguments"},
+		// the command itself
+		{name: "empty command", args: []string{""}, code: exitUsage, want: `unknown command ""`},
+		{name: "flag as command", args: []string{"--epochs", "3"}, code: exitUsage, want: `unknown command "--epochs"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.needData && !haveData {
+				t.Skip("Fashion-MNIST is not installed")
+			}
+			stdin := c.stdin
+			if stdin == nil {
+				stdin = strings.NewReader("")
+			}
+			code, out, errs := runCLIWithin(t, 2*time.Minute, stdin, c.args...)
+			if code != c.code || !strings.Contains(out+errs, c.want) {
+				t.Errorf("tartan %q: exit %d, want %d with %q:\n%s%s", c.args, code, c.code, c.want, lastLines(out, 5), lastLines(errs, 5))
+			}
+			if strings.Contains(errs, "tartan: internal error:") || strings.Contains(errs, "goroutine ") {
+				t.Errorf("tartan %q crashed:\n%s", c.args, errs)
+			}
+		})
+	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "")
+}
