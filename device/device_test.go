@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -106,10 +107,10 @@ func TestLoadConfigRejectsDamage(t *testing.T) {
 			}
 			cfg, err := loadConfig(path)
 			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error %v, want one naming %s and saying %q", err, path, c.want)
+				t.Errorf("error %.300v, want one naming %s and saying %q", err, path, c.want)
 			}
 			if cfg != (Config{}) {
-				t.Errorf("config %+v from a damaged file, want none", cfg)
+				t.Errorf("config %.300q from a damaged file, want none", fmt.Sprintf("%+v", cfg))
 			}
 		})
 	}
