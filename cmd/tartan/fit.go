@@ -329,8 +329,12 @@ func checkpointSeed(path string) (int64, error) {
 		return 0, fmt.Errorf("reading the header of %s: %w", path, err)
 	}
 	size := binary.LittleEndian.Uint64(n[:])
-	if size > maxHeader {
-		return 0, fmt.Errorf("%s: a header of %d bytes is larger than a checkpoint's", path, size)
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if size > maxHeader || size > uint64(fi.Size()-8) {
+		return 0, fmt.Errorf("%s: a header of %d bytes does not fit a checkpoint of %d bytes", path, size, fi.Size())
 	}
 	header := make([]byte, size)
 	if _, err := io.ReadFull(f, header); err != nil {
