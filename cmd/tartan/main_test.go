@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -289,6 +290,28 @@ func mkfifo(t *testing.T, path string) {
 	}
 }
 
+// charDevice returns a character device for tests of output paths: a new
+// node in dir of the memory device with the given minor number (3 null, 5
+// zero, 7 full) when the test runs as root, and otherwise that device
+// under /dev. A root test never names /dev itself, so that a regression
+// that writes an output by renaming over it cannot replace a system
+// device; other users cannot create files in /dev.
+func charDevice(t *testing.T, dir, name string, minor int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return "/dev/" + name
+	}
+	path := filepath.Join(dir, name)
+	tool, err := exec.LookPath("mknod")
+	if err != nil {
+		t.Skipf("no mknod to make a device for the test: %v", err)
+	}
+	if out, err := exec.Command(tool, path, "c", "1", strconv.Itoa(minor)).CombinedOutput(); err != nil {
+		t.Skipf("mknod %s: %v %s", path, err, out)
+	}
+	return path
+}
+
 // quickFit is the start of a short fit command line on the CPU.
 func quickFit(dataDir string, more ...string) []string {
 	return append([]string{"fit", "--model", "fashion-mlp", "--epochs", "1", "--limit", "100", "--batch-size", "50",
@@ -378,6 +401,8 @@ func TestFitChecksOutputsFirst(t *testing.T) {
 	if err := os.Symlink(fifo, linkToFIFO); err != nil {
 		t.Fatal(err)
 	}
+	null, zero := charDevice(t, tmp, "null", 3), charDevice(t, tmp, "zero", 5)
+	t.Chdir(tmp)
 	dangling := filepath.Join(tmp, "dangling")
 	if err := os.Symlink(filepath.Join(tmp, "nowhere", "x"), dangling); err != nil {
 		t.Fatal(err)
@@ -390,10 +415,11 @@ func TestFitChecksOutputsFirst(t *testing.T) {
 	}{
 		{"a FIFO as the checkpoint", []string{"--checkpoint", fifo}, exitUsage, "--checkpoint " + fifo + " is a named pipe (FIFO), not a regular file"},
 		{"a FIFO as --json", []string{"--json", fifo}, exitUsage, "--json " + fifo + " is a named pipe"},
-		{"/dev/null as the checkpoint", []string{"--checkpoint", "/dev/null"}, exitUsage, "--checkpoint /dev/null is a character device, not a regular file"},
-		{"/dev/zero as --save", []string{"--save", "/dev/zero"}, exitUsage, "--save /dev/zero is a character device"},
+		{"a null device as the checkpoint", []string{"--checkpoint", null}, exitUsage, "--checkpoint " + null + " is a character device, not a regular file"},
+		{"a zero device as --save", []string{"--save", zero}, exitUsage, "--save " + zero + " is a character device"},
 		{"a directory as --save", []string{"--save", dir}, exitUsage, "--save " + dir + " is a directory, not a regular file"},
 		{"the working directory as --json", []string{"--json", "."}, exitUsage, "--json . is a directory"},
+		{"the root as --save", []string{"--save", "/"}, exitUsage, "ends in a slash"},
 		{"a trailing slash", []string{"--save", dir + "/"}, exitUsage, "ends in a slash"},
 		{"a link to a directory", []string{"--checkpoint", linkToDir}, exitUsage, "(a symbolic link to " + dir + ") is a directory"},
 		{"a link to a FIFO", []string{"--checkpoint", linkToFIFO}, exitUsage, "is a named pipe"},
@@ -741,6 +767,7 @@ func TestHostileFlags(t *testing.T) {
 	}
 	mkfifo(t, filepath.Join(fifoData, "t10k-labels-idx1-ubyte"))
 	missing := filepath.Join(tmp, "missing")
+	full := charDevice(t, tmp, "full", 7)
 
 	fit := func(more ...string) []string { return quickFit(dataDir, more...) }
 	fitNoData := func(more ...string) []string { return quickFit(missing, more...) }
@@ -794,7 +821,7 @@ func TestHostileFlags(t *testing.T) {
 		{name: "plot not png", args: fit("--plot", "x.jpg"), code: exitUsage, want: "must name a .png file"},
 		{name: "plot a FIFO", args: fit("--plot", fifoPNG), code: exitUsage, want: "--plot " + fifoPNG + " is a named pipe"},
 		{name: "plot a new file", args: fit("--plot", filepath.Join(tmp, "new.png")), code: exitOK, want: "Test accuracy", needData: true},
-		{name: "json /dev/full", args: fit("--json", "/dev/full"), code: exitUsage, want: "--json /dev/full is a character device"},
+		{name: "json a full device", args: fit("--json", full), code: exitUsage, want: "--json " + full + " is a character device"},
 		{name: "checkpoint a FIFO", args: fit("--checkpoint", fifo), code: exitUsage, want: "is a named pipe"},
 		{name: "fit arguments", args: fit("extra"), code: exitUsage, want: `fit takes no arguments, got ["extra"]`},
 		{name: "fit unknown flag", args: fit("--lr", "1"), code: exitUsage, want: "flag provided but not defined: -lr"},
