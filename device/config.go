@@ -1,12 +1,17 @@
 package device
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/tartanml/tartan/backend/opencl"
 )
 
 // Config is the content of $XDG_CONFIG_HOME/tartan/config.json.
@@ -34,7 +39,9 @@ func ConfigPath() (string, error) {
 }
 
 // LoadConfig reads the config file. A missing file is an empty Config, not
-// an error; an unreadable or malformed file is an error naming it.
+// an error; a file that cannot be used (not a regular file, unreadable,
+// larger than MaxConfigSize, empty, truncated, malformed, or naming no
+// valid device id) is an error naming it.
 func LoadConfig() (Config, error) {
 	path, err := ConfigPath()
 	if err != nil {
@@ -43,19 +50,119 @@ func LoadConfig() (Config, error) {
 	return loadConfig(path)
 }
 
+// MaxConfigSize bounds the config file: it holds three short strings, so a
+// larger file is not one that setup wrote.
+const MaxConfigSize = 64 << 10
+
 func loadConfig(path string) (Config, error) {
-	var c Config
-	data, err := os.ReadFile(path)
+	// Stat before opening: opening a FIFO would wait for a writer forever.
+	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return c, nil
+		return Config{}, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("reading %s: %w", path, err)
+		return Config{}, fmt.Errorf("config file %s: %w", path, err)
 	}
-	if err := json.Unmarshal(data, &c); err != nil {
+	if !fi.Mode().IsRegular() {
+		return Config{}, fmt.Errorf("config file %s is %s, not a regular file", path, describeMode(fi.Mode()))
+	}
+	if fi.Size() > MaxConfigSize {
+		return Config{}, fmt.Errorf("config file %s is %d bytes, more than the %d a configuration can take (not written by tartan setup?)", path, fi.Size(), MaxConfigSize)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading config file %s: %w", path, err)
+	}
+	defer f.Close()
+	// The file may have grown since the Stat: read one byte more than the
+	// bound to notice.
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("reading config file %s: %w", path, err)
+	}
+	return parseConfig(path, data)
+}
+
+// parseConfig decodes the content of the config file path. The content must
+// be one JSON object whose device, when set, is a device id of a known
+// form (see ValidID); unknown fields are ignored, for files written by later
+// versions.
+func parseConfig(path string, data []byte) (Config, error) {
+	var c Config
+	if len(data) > MaxConfigSize {
+		return Config{}, fmt.Errorf("config file %s is more than %d bytes (not written by tartan setup?)", path, MaxConfigSize)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Config{}, fmt.Errorf("config file %s is empty (truncated?)", path)
+	}
+	if bytes.TrimSpace(data)[0] != '{' {
+		return Config{}, fmt.Errorf("config file %s does not hold a JSON object", path)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return Config{}, fmt.Errorf("config file %s is truncated: it ends inside its JSON object", path)
+		}
 		return Config{}, fmt.Errorf("config file %s is not valid JSON: %w", path, err)
 	}
+	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+		return Config{}, fmt.Errorf("config file %s is not valid JSON: more follows its object at byte %d", path, off)
+	}
+	if c.Device != "" {
+		if err := ValidID(c.Device); err != nil {
+			return Config{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
 	return c, nil
+}
+
+// encodeConfig is the config file's content for c: indented JSON that
+// parseConfig reads back as c. It fails when that would be larger than
+// MaxConfigSize.
+func encodeConfig(c Config) ([]byte, error) {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if len(data) >= MaxConfigSize {
+		return nil, fmt.Errorf("the configuration is %d bytes as JSON, more than a config file may hold (%d)", len(data)+1, MaxConfigSize)
+	}
+	return append(data, '\n'), nil
+}
+
+// ValidID reports whether id has one of the forms Open accepts: "cpu",
+// "reference" or "opencl:<platform>:<device>". It does not check that the
+// device exists.
+func ValidID(id string) error {
+	switch {
+	case id == "cpu", id == "reference":
+		return nil
+	case strings.HasPrefix(id, "opencl:"):
+		_, _, err := opencl.ParseID(id)
+		return err
+	}
+	return fmt.Errorf("unknown device %q: want cpu, opencl:<platform>:<device> (see tartan devices) or reference", id)
+}
+
+// describeMode names the kind of file a mode describes, for messages.
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeIrregular != 0:
+		return "an irregular file"
+	}
+	return "an unusual file"
 }
 
 // SaveConfig writes c to the config file atomically: to a temporary file in
@@ -70,11 +177,15 @@ func SaveConfig(c Config) (string, error) {
 }
 
 func saveConfig(path string, c Config) error {
-	data, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
+	if c.Device != "" {
+		if err := ValidID(c.Device); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
 	}
-	data = append(data, '\n')
+	data, err := encodeConfig(c)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/cpu"
@@ -64,6 +68,114 @@ func TestConfigRoundTripAndAtomicWrite(t *testing.T) {
 	os.WriteFile(path, []byte("{not json"), 0o644)
 	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("malformed file: error %v should name %s", err, path)
+	}
+}
+
+// TestLoadConfigRejectsDamage checks that every kind of unusable config
+// file is an error naming the file and what is wrong, without hanging on a
+// FIFO or reading without bound.
+func TestLoadConfigRejectsDamage(t *testing.T) {
+	path := isolate(t)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	good, err := encodeConfig(Config{Device: "opencl:0:1", Name: "NVIDIA H200", Checked: "2026-01-02T03:04:05Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		content string
+		want    string
+	}{
+		{"empty", "", "is empty"},
+		{"blank", " \n\t", "is empty"},
+		{"truncated", string(good[:len(good)/2]), "is truncated"},
+		{"one byte", "{", "is truncated"},
+		{"null", "null", "does not hold a JSON object"},
+		{"array", `["cpu"]`, "does not hold a JSON object"},
+		{"garbage after the object", `{"device": "cpu"} {"device": "reference"}`, "more follows"},
+		{"a number for the device", `{"device": 5}`, "not valid JSON"},
+		{"unknown device", `{"device": "gpu"}`, `unknown device "gpu"`},
+		{"bad OpenCL id", `{"device": "opencl:-1:0"}`, "bad device id"},
+		{"binary", "\x00\x01\x02\xff", "does not hold a JSON object"},
+		{"too large", `{"name": "` + strings.Repeat("x", MaxConfigSize) + `"}`, "more than"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(path, []byte(c.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := loadConfig(path)
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %.300v, want one naming %s and saying %q", err, path, c.want)
+			}
+			if cfg != (Config{}) {
+				t.Errorf("config %.300q from a damaged file, want none", fmt.Sprintf("%+v", cfg))
+			}
+		})
+	}
+	if err := os.WriteFile(path, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := loadConfig(path); err != nil || c.Device != "opencl:0:1" {
+		t.Errorf("the good file: %+v, %v", c, err)
+	}
+
+	// Not regular files: a directory and a FIFO (which a read would wait
+	// on forever).
+	os.Remove(path)
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(path); err == nil || !strings.Contains(err.Error(), path+" is a directory") {
+		t.Errorf("a directory: %v", err)
+	}
+	os.Remove(path)
+	mkfifo(t, path)
+	done := make(chan error, 1)
+	go func() {
+		_, err := loadConfig(path)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), path+" is a named pipe") {
+			t.Errorf("a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("loading a FIFO as the config file hangs")
+	}
+	// Select goes on with the CPU and a warning naming the file.
+	d, s, err := Select("")
+	if d != nil {
+		d.Close()
+	}
+	if err != nil || s.ID != "cpu" || !strings.Contains(s.Warning, path) {
+		t.Errorf("Select with a FIFO config: %+v, %v", s, err)
+	}
+	os.Remove(path)
+
+	// Saving refuses what loading would refuse.
+	if err := saveConfig(path, Config{Device: "tpu:0"}); err == nil || !strings.Contains(err.Error(), "tpu:0") {
+		t.Errorf("saving an unknown device: %v", err)
+	}
+	if err := saveConfig(path, Config{Device: "cpu", Name: strings.Repeat("<", MaxConfigSize/4)}); err == nil {
+		t.Error("saving a configuration too large to read back succeeded")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused save left a file (%v)", err)
+	}
+}
+
+// mkfifo makes a named pipe at path, or skips the test.
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	tool, err := exec.LookPath("mkfifo")
+	if err != nil {
+		t.Skipf("no mkfifo: %v", err)
+	}
+	if out, err := exec.Command(tool, path).CombinedOutput(); err != nil {
+		t.Skipf("mkfifo %s: %v %s", path, err, out)
 	}
 }
 
@@ -287,22 +399,101 @@ func TestSetupInteractive(t *testing.T) {
 	if c, err := loadConfig(path); err != nil || c.Device != "cpu" {
 		t.Errorf("saved config %+v, %v", c, err)
 	}
-	// Declining to save leaves the file alone.
+	// Declining to save leaves the file alone and says so in the error.
 	out.Reset()
 	if err := saveConfig(path, Config{Device: "reference"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Setup(strings.NewReader("cpu\nn\n"), &out, SetupOptions{}); err != nil {
-		t.Fatal(err)
+	if _, err := Setup(strings.NewReader("cpu\nn\n"), &out, SetupOptions{}); !errors.Is(err, ErrNotSaved) {
+		t.Errorf("declining: error %v, want one matching ErrNotSaved", err)
 	}
 	if c, _ := loadConfig(path); c.Device != "reference" || !strings.Contains(out.String(), "Not saved") {
 		t.Errorf("after declining: config %+v, output:\n%s", c, out.String())
 	}
-	// Input that ends takes the defaults: the recommended device, saved.
-	out.Reset()
-	cfg, err = Setup(strings.NewReader(""), &out, SetupOptions{})
-	if err != nil || cfg.Device != List().Recommended().ID {
-		t.Errorf("defaults: %+v, %v\n%s", cfg, err, out.String())
+}
+
+// TestSetupEndOfInputIsNo checks that setup run without an answer (input
+// from /dev/null, or input that ends before the save question) saves
+// nothing and says so, while a last answer without a newline still counts.
+func TestSetupEndOfInputIsNo(t *testing.T) {
+	path := isolate(t)
+	for _, c := range []struct {
+		name, input, want string
+	}{
+		{"no input at all", "", "before a device was chosen"},
+		{"only blanks, no newline", "  ", "before a device was chosen"},
+		{"a device, then the end", "cpu\n", "end of input means no"},
+		{"a device without a newline", "1", "end of input means no"},
+		{"a device, an empty line, then the end", "\n", "end of input means no"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			cfg, err := Setup(strings.NewReader(c.input), &out, SetupOptions{})
+			if !errors.Is(err, ErrNotSaved) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one matching ErrNotSaved that says %q", err, c.want)
+			}
+			if cfg != (Config{}) {
+				t.Errorf("returned config %+v, want none", cfg)
+			}
+			if !strings.Contains(out.String(), "Not saved") {
+				t.Errorf("output does not say nothing was saved:\n%s", out.String())
+			}
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the config file exists after setup saved nothing (%v)", err)
+			}
+		})
+	}
+}
+
+// endless is an input that never ends: the same bytes forever.
+type endless struct{ b []byte }
+
+func (e endless) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		n += copy(p[n:], e.b)
+	}
+	return n, nil
+}
+
+// TestSetupBoundedQuestions checks that hostile input cannot keep setup
+// asking or reading forever, and that only yes saves.
+func TestSetupBoundedQuestions(t *testing.T) {
+	path := isolate(t)
+	for _, c := range []struct {
+		name string
+		in   io.Reader
+		want string
+	}{
+		{"endless wrong devices", endless{[]byte("banana\n")}, "named no device"},
+		{"endless lines of y", endless{[]byte("y\n")}, "named no device"},
+		{"input without newlines", endless{[]byte{0}}, "longer than"},
+		{"an answer that is neither yes nor no", strings.NewReader("cpu\nnope\n"), "end of input"},
+		{"endless unclear save answers", io.MultiReader(strings.NewReader("cpu\n"), endless{[]byte("maybe\n")}), "neither yes nor no"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			var out bytes.Buffer
+			go func() {
+				_, err := Setup(c.in, &out, SetupOptions{})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrNotSaved) || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("error %v, want one matching ErrNotSaved that says %q", err, c.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("setup is still asking after 20 s")
+			}
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the config file exists after setup saved nothing (%v)", err)
+			}
+		})
+	}
+	var out bytes.Buffer
+	if cfg, err := Setup(strings.NewReader("cpu\nYes\n"), &out, SetupOptions{}); err != nil || cfg.Device != "cpu" {
+		t.Errorf("answering Yes: %+v, %v\n%s", cfg, err, out.String())
 	}
 }
 

@@ -27,6 +27,11 @@ func openDevice(flagValue string, stderr io.Writer) (backend.Device, device.Sele
 	if id != "" && id != "cpu" && id != "reference" && !strings.HasPrefix(id, "opencl:") {
 		return nil, device.Selection{}, usageError("unknown device %q from %s (known devices: %s)", id, from, knownDeviceForms)
 	}
+	if id != "" {
+		if err := device.ValidID(id); err != nil {
+			return nil, device.Selection{}, usageError("%s %s: %v", from, id, err)
+		}
+	}
 	dev, sel, err := device.Select(flagValue)
 	if err != nil {
 		return nil, sel, err
@@ -78,6 +83,11 @@ func setupCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return usageError("setup takes no arguments, got %q", fs.Args())
+	}
+	if d := strings.TrimSpace(*id); d != "" {
+		if err := device.ValidID(d); err != nil {
+			return usageError("--device: %v", err)
+		}
 	}
 	_, err := device.Setup(stdin, stdout, device.SetupOptions{Device: *id, Yes: *yes})
 	return err

@@ -11,18 +11,42 @@
 //
 // fit trains a showcase model on Fashion-MNIST: it prints the model's
 // summary, a progress bar per epoch and the accuracy on the full test set.
-// With --checkpoint it saves a checkpoint after every epoch and, when the
-// file already exists, resumes from it. devices lists the devices a run can
-// use and which is recommended. setup chooses the default device (asking, or
-// with --device ID --yes), checks it and saves it in
-// $XDG_CONFIG_HOME/tartan/config.json. Device selection: the --device flag,
-// then the TARTAN_DEVICE environment variable, then the configured device,
-// then the best available device. bench measures the host's matrix product
-// against gonum in the same run, the showcase's convolutions forward and
-// backward, and its whole training step, reporting medians.
+// Before the first step it checks everything it will write: each output
+// path (--save, --json, --plot, --checkpoint) must name a regular file or
+// a new one in a writable directory (a symbolic link to such a file is
+// fine), and no two may name the same file; the training and test sets
+// must be non-empty. With --checkpoint it saves a checkpoint after every
+// epoch and, when the file already exists, resumes from it; a resumed run
+// keeps the checkpoint's seed, so a --seed that differs from it is refused
+// (the same --seed, as when a command is simply run again, is fine).
 //
-// The exit status is 0 on success, 1 when the work fails (including a
-// training run stopped by a NaN loss) and 2 for a usage error.
+// devices lists the devices a run can use and which is recommended. setup
+// chooses the default device (asking, or with --device ID --yes), checks it
+// and saves it in $XDG_CONFIG_HOME/tartan/config.json; only a yes saves:
+// "no", or input that ends before an answer (such as setup run with
+// </dev/null), saves nothing. Device selection: the --device flag, then the
+// TARTAN_DEVICE environment variable, then the configured device, then the
+// best available device. bench measures the host's matrix product against
+// gonum in the same run, the showcase's convolutions forward and backward,
+// and its whole training step, reporting medians.
+//
+// Exit status:
+//
+//	0   success
+//	1   the work failed (bad data, a damaged checkpoint, an unusable device,
+//	    a file that cannot be written, ...)
+//	2   usage error: an unknown command or flag, a bad flag value, output
+//	    paths that collide or that name something other than a regular file
+//	3   fit: training stopped early on a NaN or infinite value (the run
+//	    still writes its outputs; the checkpoint keeps the last good epoch)
+//	4   setup: nothing was saved, because the answer was no or the input
+//	    ended before an answer
+//	70  internal error: a bug in tartan; the message and the stack trace go
+//	    to stderr
+//
+// A fatal error of the Go runtime itself (such as running out of memory)
+// cannot be caught and exits with 2 after printing "fatal error:"; like 70
+// it is always a bug or an exhausted machine, never a usage error.
 package main
 
 import (
@@ -31,6 +55,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+
+	"github.com/tartanml/tartan/device"
+)
+
+// The exit statuses of tartan (see the package documentation).
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitUsage    = 2
+	exitStopped  = 3
+	exitNotSaved = 4
+	exitInternal = 70
 )
 
 func main() {
@@ -40,41 +77,78 @@ func main() {
 // errUsage marks errors that are the caller's use of the command line.
 var errUsage = errors.New("usage error")
 
-// run executes one command line and returns the exit status.
+// errStopped marks a training run that stopped early (a NaN loss).
+var errStopped = errors.New("training stopped early")
+
+// command runs one verb with its arguments.
+type command func(args []string, stdin io.Reader, stdout, stderr io.Writer) error
+
+// commands are the verbs of tartan.
+var commands = map[string]command{
+	"fit": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return fitCommand(args, stdout, stderr)
+	},
+	"devices": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return devicesCommand(args, stdout, stderr)
+	},
+	"setup": setupCommand,
+	"bench": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return benchCommand(args, stdout, stderr)
+	},
+}
+
+// run executes one command line, reading answers from the standard input,
+// and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runWith(args, os.Stdin, stdout, stderr)
+}
+
+// runWith is run with the input given. A panic in the command is caught
+// and reported as an internal error with its stack.
+func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "tartan: internal error: %v\n\nThis is a bug in tartan; please report it with the command line and this trace:\n%s", r, debug.Stack())
+			code = exitInternal
+		}
+	}()
 	if len(args) == 0 {
 		usage(stderr)
-		return 2
+		return exitUsage
 	}
-	var err error
 	switch args[0] {
-	case "fit":
-		err = fitCommand(args[1:], stdout, stderr)
-	case "devices":
-		err = devicesCommand(args[1:], stdout, stderr)
-	case "setup":
-		err = setupCommand(args[1:], os.Stdin, stdout, stderr)
-	case "bench":
-		err = benchCommand(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
-		return 0
-	default:
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
 		fmt.Fprintf(stderr, "tartan: unknown command %q\n", args[0])
 		usage(stderr)
-		return 2
+		return exitUsage
 	}
+	err := cmd(args[1:], stdin, stdout, stderr)
 	switch {
 	case err == nil:
-		return 0
+		return exitOK
 	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "tartan: %v\n", err)
-		return 2
+		return exitOK
 	}
 	fmt.Fprintf(stderr, "tartan: %v\n", err)
-	return 1
+	return exitCode(err)
+}
+
+// exitCode is the exit status for a command's error.
+func exitCode(err error) int {
+	switch {
+	case errors.Is(err, errUsage):
+		return exitUsage
+	case errors.Is(err, errStopped):
+		return exitStopped
+	case errors.Is(err, device.ErrNotSaved):
+		return exitNotSaved
+	}
+	return exitError
 }
 
 func usage(w io.Writer) {
@@ -87,6 +161,10 @@ func usage(w io.Writer) {
   tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
 
 Run "tartan fit --help" for the options of fit.
+
+Exit status: 0 success, 1 error, 2 usage error, 3 training stopped by a NaN,
+4 setup saved nothing (the answer was no, or the input ended), 70 internal
+error (a bug: please report it).
 `)
 }
 
