@@ -35,7 +35,12 @@ func Open(id string) (backend.Device, error) {
 		var have []string
 		for _, c := range cs {
 			if c.ID == id {
-				return opencl.OpenCandidate(c)
+				d, err := opencl.OpenCandidate(c)
+				if err != nil {
+					// Not d: a nil *opencl.Device in the interface is not nil.
+					return nil, err
+				}
+				return d, nil
 			}
 			have = append(have, c.ID+" ("+c.Device.Name()+")")
 		}
