@@ -96,6 +96,13 @@ func (m *Model) nodeRefs() map[*Node]string {
 // LoadArchitecture builds a model from JSON written by Architecture. Its
 // weights are drawn afresh, as InitWeights(0) draws them.
 func LoadArchitecture(js []byte) (*Model, error) {
+	return initialized(decodeArchitecture(js))
+}
+
+// decodeArchitecture builds a model from architecture JSON without drawing
+// its weights: every size is checked, nothing of the weights' size is
+// allocated.
+func decodeArchitecture(js []byte) (*Model, error) {
 	var doc archDoc
 	if err := strictJSON(js, &doc); err != nil {
 		return nil, fmt.Errorf("nn: architecture: %w", err)
@@ -126,7 +133,7 @@ func LoadArchitecture(js []byte) (*Model, error) {
 		if len(ordered) < 2 || inputs[ordered[0].Name()] == nil || len(inputs) != 1 {
 			return nil, fmt.Errorf("nn: architecture: a Sequential model needs one InputLayer first and at least one layer after it")
 		}
-		return Sequential(doc.Name, inputs[ordered[0].Name()], ordered[1:]...)
+		return sequential(doc.Name, inputs[ordered[0].Name()], ordered[1:])
 	case "Functional":
 		nodes := map[string]*Node{}
 		for name, n := range inputs {
@@ -176,7 +183,7 @@ func LoadArchitecture(js []byte) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Functional(doc.Name, ins, outs)
+		return assemble(doc.Name, "Functional", ins, outs)
 	}
 	return nil, fmt.Errorf("nn: architecture: unknown model class %q (want Sequential or Functional)", doc.ClassName)
 }

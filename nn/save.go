@@ -32,6 +32,10 @@ import (
 // missing or misshapen tensors is an error and the model is left as it was.
 
 const (
+	// fileVersion is the version of the files written now: 2, whose
+	// metadata carries checksums. Version 1 files (and weights files
+	// without a version, which predate it) have none.
+	fileVersion      = "2"
 	weightsFormat    = "tartan.weights"
 	modelFormat      = "tartan.model"
 	checkpointFormat = "tartan.checkpoint"
@@ -114,6 +118,9 @@ func (m *Model) setWeightTensors(path string, ts []SafeTensor) error {
 		return fmt.Errorf("nn: %s does not fit model %q (written by a different architecture?): %s", path, m.name, strings.Join(problems, "; "))
 	}
 	for name, v := range vals {
+		if !m.st.has(name) {
+			m.st.declare(name, tile.Float32, m.weight(name).shape)
+		}
 		if err := m.st.setF32(name, v); err != nil {
 			return err
 		}
@@ -143,7 +150,9 @@ func (m *Model) Save(path string) error {
 
 // Load reads a model written by Save (or a checkpoint): it rebuilds the
 // architecture and sets the weights. The model has no device and is not
-// compiled.
+// compiled. The architecture's weights are checked against the file's
+// tensors before any of them is allocated, so a small file cannot declare
+// a model larger than itself.
 func Load(path string) (*Model, error) {
 	ts, meta, err := ReadSafetensors(path)
 	if err != nil {
@@ -152,7 +161,7 @@ func Load(path string) (*Model, error) {
 	if f := meta["format"]; f != modelFormat && f != checkpointFormat {
 		return nil, fmt.Errorf("nn: %s holds %s, not a model (write one with Model.Save)", path, describeFormat(f))
 	}
-	m, err := LoadArchitecture([]byte(meta["architecture"]))
+	m, err := decodeArchitecture([]byte(meta["architecture"]))
 	if err != nil {
 		return nil, fmt.Errorf("nn: %s: %w", path, err)
 	}
