@@ -133,4 +133,3 @@ func TestLoadMatchesFileBeforeAllocating(t *testing.T) {
 		t.Error("the loaded weights differ")
 	}
 }
-
