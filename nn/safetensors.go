@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -27,7 +30,24 @@ import (
 // Writers pad the header with spaces so that the data starts 8-byte
 // aligned. Readers here are strict: every offset pair must match its dtype
 // and shape, and the tensors must tile the data part exactly, so a
-// truncated or altered file is reported, never half read.
+// truncated file is reported, never half read.
+//
+// Checksums. WriteSafetensors adds one metadata entry, "checksums", whose
+// value is a JSON object
+//
+//	{"algorithm": "crc32c", "metadata": "89abcdef",
+//	 "tensors": {"dense/kernel": "01234567", …}}
+//
+// holding, as 8 lowercase hex digits, the CRC-32C (Castagnoli) of every
+// tensor — computed over its data bytes, then its dtype, then its shape
+// written as in the header ("[2,3]") — and of the other metadata entries
+// (in sorted key order, each key and each value preceded by its length as 8
+// little-endian bytes). The file stays a standard safetensors file; other
+// tools see one more metadata string. A reader here verifies every
+// checksum of a file that has them, so an altered byte anywhere in the data
+// or the metadata is reported with the tensor (or the metadata) it
+// damaged. Files without the entry (older Tartan files, other tools') are
+// read unchecked; nn's loaders decide whether that is allowed.
 
 // SafeTensor is one tensor of a safetensors file: its name, dtype (F32, F64,
 // I64, I32, I16, I8, U8, BOOL, F16, BF16, …), shape and raw little-endian
@@ -175,10 +195,172 @@ func halfToFloat(h uint16) float32 {
 	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
 }
 
+// checksumsKey is the metadata entry holding the checksums.
+const checksumsKey = "checksums"
+
+// checksumAlgorithm names the only checksum written and read.
+const checksumAlgorithm = "crc32c"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksumDoc is the value of the "checksums" metadata entry.
+type checksumDoc struct {
+	Algorithm string            `json:"algorithm"`
+	Metadata  string            `json:"metadata"`
+	Tensors   map[string]string `json:"tensors"`
+}
+
+// tensorChecksum returns the CRC-32C of a tensor's data, dtype and shape.
+func tensorChecksum(dtype string, shape []int, data []byte) string {
+	h := crc32.New(castagnoli)
+	h.Write(data)
+	h.Write([]byte(dtype))
+	h.Write([]byte(shapeText(shape)))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// shapeText writes a shape as the header does: "[2,3]".
+func shapeText(shape []int) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, d := range shape {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(d))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// metadataChecksum returns the CRC-32C of every metadata entry but the
+// checksums themselves, in sorted key order, each key and value preceded by
+// its length.
+func metadataChecksum(meta map[string]string) string {
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		if k != checksumsKey {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	h := crc32.New(castagnoli)
+	var n [8]byte
+	for _, k := range keys {
+		for _, s := range []string{k, meta[k]} {
+			binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+			h.Write(n[:])
+			h.Write([]byte(s))
+		}
+	}
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// withChecksums returns metadata with the "checksums" entry for tensors
+// added.
+func withChecksums(tensors []SafeTensor, metadata map[string]string) (map[string]string, error) {
+	if _, ok := metadata[checksumsKey]; ok {
+		return nil, fmt.Errorf("safetensors: metadata key %q is reserved for the checksums WriteSafetensors adds", checksumsKey)
+	}
+	doc := checksumDoc{Algorithm: checksumAlgorithm, Metadata: metadataChecksum(metadata), Tensors: map[string]string{}}
+	for _, t := range tensors {
+		doc.Tensors[t.Name] = tensorChecksum(t.DType, t.Shape, t.Data)
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	out := maps.Clone(metadata)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[checksumsKey] = string(js)
+	return out, nil
+}
+
+// decodeChecksums decodes the "checksums" entry, matching its keys exactly
+// and rejecting any other.
+func decodeChecksums(js string) (checksumDoc, error) {
+	var doc checksumDoc
+	var raw map[string]json.RawMessage
+	if err := strictJSON([]byte(js), &raw); err != nil {
+		return doc, err
+	}
+	for k, v := range raw {
+		var err error
+		switch k {
+		case "algorithm":
+			err = json.Unmarshal(v, &doc.Algorithm)
+		case "metadata":
+			err = json.Unmarshal(v, &doc.Metadata)
+		case "tensors":
+			err = json.Unmarshal(v, &doc.Tensors)
+		default:
+			err = fmt.Errorf("unknown key %q", k)
+		}
+		if err != nil {
+			return doc, err
+		}
+	}
+	if doc.Algorithm == "" || doc.Metadata == "" || doc.Tensors == nil {
+		return doc, errors.New("it lacks the algorithm, the metadata checksum or the tensors' checksums")
+	}
+	return doc, nil
+}
+
+// verifyChecksums checks the tensors and metadata of a parsed file against
+// its "checksums" entry, when it has one.
+func verifyChecksums(tensors []SafeTensor, meta map[string]string) error {
+	js, ok := meta[checksumsKey]
+	if !ok {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadSafetensors, fmt.Sprintf(format, args...))
+	}
+	doc, err := decodeChecksums(js)
+	if err != nil {
+		return bad("the checksums entry is damaged: %v", err)
+	}
+	if doc.Algorithm != checksumAlgorithm {
+		return bad("checksum algorithm %q is not %s", doc.Algorithm, checksumAlgorithm)
+	}
+	if got := metadataChecksum(meta); got != doc.Metadata {
+		return bad("the metadata does not match its checksum (%s %s recorded, %s computed): the file is damaged", checksumAlgorithm, doc.Metadata, got)
+	}
+	for _, t := range tensors {
+		want, ok := doc.Tensors[t.Name]
+		if !ok {
+			return bad("tensor %q has no checksum (the header is damaged)", t.Name)
+		}
+		if got := tensorChecksum(t.DType, t.Shape, t.Data); got != want {
+			return bad("tensor %q does not match its checksum (%s %s recorded, %s computed): the file is damaged", t.Name, checksumAlgorithm, want, got)
+		}
+	}
+	if len(doc.Tensors) != len(tensors) {
+		for name := range doc.Tensors {
+			if !slices.ContainsFunc(tensors, func(t SafeTensor) bool { return t.Name == name }) {
+				return bad("the checksums list tensor %q, which the file lacks (the header is damaged)", name)
+			}
+		}
+	}
+	return nil
+}
+
 // WriteSafetensors writes tensors and string metadata as a safetensors file
 // at path, atomically: to a temporary file in the same directory, synced,
-// then renamed over path.
+// then renamed over path. It adds the "checksums" metadata entry.
 func WriteSafetensors(path string, tensors []SafeTensor, metadata map[string]string) error {
+	meta, err := withChecksums(tensors, metadata)
+	if err != nil {
+		return err
+	}
+	return writeSafetensors(path, tensors, meta)
+}
+
+// writeSafetensors writes a safetensors file with exactly the metadata
+// given.
+func writeSafetensors(path string, tensors []SafeTensor, metadata map[string]string) error {
 	header, err := safetensorsHeader(tensors, metadata)
 	if err != nil {
 		return err
@@ -275,8 +457,9 @@ func safetensorsHeader(tensors []SafeTensor, metadata map[string]string) ([]byte
 
 // ReadSafetensors reads a safetensors file: its tensors in the order of
 // their data, and its metadata. A damaged file (truncated, a header that is
-// not valid JSON, offsets that disagree with the shapes or leave gaps) is an
-// error naming the file and what is wrong.
+// not valid JSON, offsets that disagree with the shapes or leave gaps, a
+// tensor or the metadata that does not match its checksum) is an error
+// naming the file and what is wrong.
 func ReadSafetensors(path string) ([]SafeTensor, map[string]string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -291,9 +474,33 @@ func ReadSafetensors(path string) ([]SafeTensor, map[string]string, error) {
 
 // stEntry is one tensor's header entry.
 type stEntry struct {
-	DType   string `json:"dtype"`
-	Shape   []int  `json:"shape"`
-	Offsets []int  `json:"data_offsets"`
+	DType   string
+	Shape   []int
+	Offsets []int
+}
+
+// decodeEntry decodes a tensor's header entry. Its keys are matched
+// exactly (encoding/json would accept "Dtype" for "dtype"); unknown keys
+// are ignored, as other readers ignore them.
+func decodeEntry(dec *json.Decoder) (stEntry, error) {
+	var raw map[string]json.RawMessage
+	var e stEntry
+	if err := dec.Decode(&raw); err != nil {
+		return e, err
+	}
+	for _, f := range []struct {
+		key string
+		v   any
+	}{{"dtype", &e.DType}, {"shape", &e.Shape}, {"data_offsets", &e.Offsets}} {
+		r, ok := raw[f.key]
+		if !ok {
+			return e, fmt.Errorf("no %q", f.key)
+		}
+		if err := json.Unmarshal(r, f.v); err != nil {
+			return e, fmt.Errorf("%q: %v", f.key, err)
+		}
+	}
+	return e, nil
 }
 
 // ErrBadSafetensors is wrapped by every error about a damaged safetensors
@@ -344,8 +551,8 @@ func parseSafetensors(raw []byte) ([]SafeTensor, map[string]string, error) {
 			}
 			continue
 		}
-		var e stEntry
-		if err := dec.Decode(&e); err != nil {
+		e, err := decodeEntry(dec)
+		if err != nil {
 			return nil, nil, bad("entry %q: %v", name, err)
 		}
 		size := stDTypeSizes[e.DType]
@@ -399,6 +606,9 @@ func parseSafetensors(raw []byte) ([]SafeTensor, map[string]string, error) {
 	}
 	if end != len(body) {
 		return nil, nil, bad("%d data bytes follow the last tensor", len(body)-end)
+	}
+	if err := verifyChecksums(tensors, meta); err != nil {
+		return nil, nil, err
 	}
 	return tensors, meta, nil
 }
