@@ -9,12 +9,15 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // This file reads and writes the safetensors format, which PyTorch, JAX and
@@ -613,48 +616,183 @@ func parseSafetensors(raw []byte) ([]SafeTensor, map[string]string, error) {
 	return tensors, meta, nil
 }
 
-// writeFileAtomic writes a file through write to a temporary name in path's
-// directory, syncs it, renames it to path and syncs the directory, so that
-// path holds either its old contents or the complete new ones, whatever
-// happens.
+// writeFileAtomic writes a file through write to a temporary name in the
+// directory of path's final target, syncs it, renames it onto the target
+// and syncs the directory, so that the file holds either its old contents
+// or the complete new ones, whatever happens.
+//
+// When path is a symbolic link (or a chain of them), the file written is
+// the link's target: the temporary file goes beside the target and is
+// renamed onto it, so the link stays a link. A dangling link's target is
+// created.
+//
+// The temporary file is named ".<name>.tmp-<digits>" and locked (flock)
+// while it is written. A save killed mid-write leaves such a file behind;
+// the next save to the same target removes every one of them that is
+// older than the start of that save and that no process holds locked.
 func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	dir, base := splitPath(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	target, err := resolveLinks(path)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	what := path
+	if target != path {
+		what = fmt.Sprintf("%s (the target of link %s)", target, path)
+	}
+	dir, base := splitPath(target)
+	start := time.Now()
+	f, err := createLockedTemp(dir, base)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", what, err)
+	}
 	tmp := f.Name()
+	closed := false
 	defer func() {
 		if err != nil {
-			f.Close()
+			if !closed {
+				f.Close()
+			}
 			os.Remove(tmp)
 		}
 	}()
+	removeStaleTemps(dir, base, tmp, start)
 	// CreateTemp makes the file private; give it the usual permissions.
 	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	if err = write(bw); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", path, err)
+		return fmt.Errorf("syncing %s: %w", what, err)
 	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", path, err)
+	if !renameOpenFiles {
+		closed = true
+		if err = f.Close(); err != nil {
+			return fmt.Errorf("closing %s: %w", what, err)
+		}
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("renaming %s into place: %w", path, err)
+	// Renamed while still locked, where the system allows it, so that no
+	// other save takes the finished file for a stale one.
+	if err = os.Rename(tmp, target); err != nil {
+		return fmt.Errorf("renaming %s into place: %w", what, err)
+	}
+	if !closed {
+		closed = true
+		if err = f.Close(); err != nil {
+			return fmt.Errorf("closing %s: %w", what, err)
+		}
 	}
 	if d, derr := os.Open(dir); derr == nil {
 		d.Sync()
 		d.Close()
 	}
 	return nil
+}
+
+// maxLinks bounds the symbolic links followed from one path, as the
+// kernel does (ELOOP).
+const maxLinks = 40
+
+// resolveLinks follows path through symbolic links to the file they end
+// at, which may not exist yet. A relative link is taken from the directory
+// holding it, without cleaning "..", as the kernel takes it.
+func resolveLinks(path string) (string, error) {
+	p := path
+	for range maxLinks {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(t) {
+			dir, _ := splitPath(p)
+			t = dir + string(filepath.Separator) + t
+		}
+		p = t
+	}
+	return "", fmt.Errorf("more than %d levels of symbolic links from %s (a loop?)", maxLinks, path)
+}
+
+// tempPrefix is the start of the temporary files' names for a target.
+func tempPrefix(base string) string { return "." + base + ".tmp-" }
+
+// createLockedTemp creates the temporary file for target base in dir and
+// locks it. A stale-file sweep of another save may remove the file between
+// its creation and the lock; then it is made anew.
+func createLockedTemp(dir, base string) (*os.File, error) {
+	for {
+		f, err := os.CreateTemp(dir, tempPrefix(base)+"*")
+		if err != nil {
+			return nil, err
+		}
+		if err := lockFile(f); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, err
+		}
+		if sameFile(f, f.Name()) {
+			return f, nil
+		}
+		f.Close()
+	}
+}
+
+// sameFile reports whether path still names the open file f.
+func sameFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Lstat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// removeStaleTemps removes the temporary files of earlier saves to target
+// base in dir that were killed mid-write: regular files named by
+// tempPrefix and digits, other than own, last modified before start, and
+// not locked by a save in progress.
+func removeStaleTemps(dir, base, own string, start time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	prefix := tempPrefix(base)
+	for _, e := range entries {
+		name := e.Name()
+		digits := strings.TrimPrefix(name, prefix)
+		if digits == name || digits == "" || strings.Trim(digits, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		p := dir + string(filepath.Separator) + name
+		if p == own {
+			continue
+		}
+		if info, err := e.Info(); err != nil || !info.ModTime().Before(start) {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		if tryLockFile(f) && sameFile(f, p) {
+			os.Remove(p)
+		}
+		f.Close()
+	}
 }
 
 // splitPath returns a path's directory ("." when none) and base name.
