@@ -368,8 +368,8 @@ func (m *Model) loadCheckpoint(path string, ts []SafeTensor, meta map[string]str
 	if err != nil {
 		return nil, err
 	}
-	if !sameArchitecture(arch, []byte(meta["architecture"])) {
-		return nil, fmt.Errorf("nn: checkpoint %s was written by a different model than %q: %s", path, m.name, archDiff(arch, []byte(meta["architecture"])))
+	if d := archDiff(arch, []byte(meta["architecture"])); d != "" {
+		return nil, fmt.Errorf("nn: checkpoint %s was written by a different model than %q: %s", path, m.name, d)
 	}
 	var optCfg map[string]any
 	if err := json.Unmarshal([]byte(meta["optimizer"]), &optCfg); err != nil {
@@ -465,18 +465,6 @@ func isSecondMoment(o Optimizer, name string) bool {
 		return false
 	}
 	return strings.HasPrefix(name, "optimizer/"+slot+"/")
-}
-
-// sameArchitecture compares two architectures, ignoring the model's name.
-func sameArchitecture(a, b []byte) bool {
-	var x, y archDoc
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	x.Name, y.Name = "", ""
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return string(xa) == string(ya)
 }
 
 // historyDoc is a History in JSON; NaN and infinite values become null.
