@@ -368,22 +368,50 @@ func writeSafetensors(path string, tensors []SafeTensor, metadata map[string]str
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, func(w io.Writer) error {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(header)))
-		if _, err := w.Write(n[:]); err != nil {
+	return writeFileAtomic(path, func(w io.Writer) error { return writeSafetensorsTo(w, header, tensors) })
+}
+
+// writeSafetensorsTo writes a file's contents: the header's length, the
+// header, the tensors' data.
+func writeSafetensorsTo(w io.Writer, header []byte, tensors []SafeTensor) error {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(header)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(header); err != nil {
+		return err
+	}
+	for _, t := range tensors {
+		if _, err := w.Write(t.Data); err != nil {
 			return err
 		}
-		if _, err := w.Write(header); err != nil {
-			return err
-		}
-		for _, t := range tensors {
-			if _, err := w.Write(t.Data); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
+}
+
+// encodeSafetensors returns the contents WriteSafetensors would write,
+// checksums included.
+func encodeSafetensors(tensors []SafeTensor, metadata map[string]string) ([]byte, error) {
+	meta, err := withChecksums(tensors, metadata)
+	if err != nil {
+		return nil, err
+	}
+	return encodeSafetensorsRaw(tensors, meta)
+}
+
+// encodeSafetensorsRaw returns a file's contents with exactly the metadata
+// given.
+func encodeSafetensorsRaw(tensors []SafeTensor, metadata map[string]string) ([]byte, error) {
+	header, err := safetensorsHeader(tensors, metadata)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := writeSafetensorsTo(&b, header, tensors); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // safetensorsHeader returns the padded JSON header describing tensors in
@@ -511,6 +539,19 @@ func decodeEntry(dec *json.Decoder) (stEntry, error) {
 var ErrBadSafetensors = errors.New("not a valid safetensors file")
 
 func parseSafetensors(raw []byte) ([]SafeTensor, map[string]string, error) {
+	tensors, meta, err := parseSafetensorsLayout(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := verifyChecksums(tensors, meta); err != nil {
+		return nil, nil, err
+	}
+	return tensors, meta, nil
+}
+
+// parseSafetensorsLayout parses a file and checks its layout, not its
+// checksums.
+func parseSafetensorsLayout(raw []byte) ([]SafeTensor, map[string]string, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrBadSafetensors, fmt.Sprintf(format, args...))
 	}
@@ -609,9 +650,6 @@ func parseSafetensors(raw []byte) ([]SafeTensor, map[string]string, error) {
 	}
 	if end != len(body) {
 		return nil, nil, bad("%d data bytes follow the last tensor", len(body)-end)
-	}
-	if err := verifyChecksums(tensors, meta); err != nil {
-		return nil, nil, err
 	}
 	return tensors, meta, nil
 }

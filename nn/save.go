@@ -209,15 +209,24 @@ func isStateName(name string) bool {
 // Save writes the whole model, architecture and weights, to one safetensors
 // file; Load reads it back.
 func (m *Model) Save(path string) error {
-	arch, err := m.Architecture()
+	ts, meta, err := m.modelContents()
 	if err != nil {
 		return err
+	}
+	return WriteSafetensors(path, ts, meta)
+}
+
+// modelContents returns the tensors and metadata Save writes.
+func (m *Model) modelContents() ([]SafeTensor, map[string]string, error) {
+	arch, err := m.Architecture()
+	if err != nil {
+		return nil, nil, err
 	}
 	ts, err := m.weightTensors()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	return WriteSafetensors(path, ts, map[string]string{"format": modelFormat, "version": fileVersion, "architecture": string(arch)})
+	return ts, map[string]string{"format": modelFormat, "version": fileVersion, "architecture": string(arch)}, nil
 }
 
 // Load reads a model written by Save (or a checkpoint): it rebuilds the
@@ -276,16 +285,26 @@ func (m *Model) SaveCheckpoint(path string, epochs int) error {
 }
 
 func (m *Model) saveCheckpoint(path string, epochs int, hist *History) error {
+	ts, meta, err := m.checkpointContents(epochs, hist)
+	if err != nil {
+		return err
+	}
+	return WriteSafetensors(path, ts, meta)
+}
+
+// checkpointContents returns the tensors and metadata a checkpoint after
+// epochs epochs holds.
+func (m *Model) checkpointContents(epochs int, hist *History) ([]SafeTensor, map[string]string, error) {
 	if m.comp == nil {
-		return fmt.Errorf("nn: SaveCheckpoint %q: %w", m.name, errNotCompiled)
+		return nil, nil, fmt.Errorf("nn: SaveCheckpoint %q: %w", m.name, errNotCompiled)
 	}
 	arch, err := m.Architecture()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ts, err := m.weightTensors()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	names := m.stateNames()
 	for _, n := range names {
@@ -293,27 +312,27 @@ func (m *Model) saveCheckpoint(path string, epochs int, hist *History) error {
 		if v.dtype == tile.Int64 {
 			x, err := m.st.i64(n)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			ts = append(ts, I64Tensor(n, v.shape, x))
 			continue
 		}
 		x, err := m.st.f32(n)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		ts = append(ts, F32Tensor(n, v.shape, x))
 	}
 	optCfg, err := json.Marshal(optimizerConfig(m.comp.opt))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if hist == nil {
 		hist = newHistory()
 	}
 	histJSON, err := json.Marshal(historyJSON(hist))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	meta := map[string]string{
 		"format":       checkpointFormat,
@@ -325,7 +344,7 @@ func (m *Model) saveCheckpoint(path string, epochs int, hist *History) error {
 		"seed":         strconv.FormatInt(m.seed, 10),
 		"history":      string(histJSON),
 	}
-	return WriteSafetensors(path, ts, meta)
+	return ts, meta, nil
 }
 
 // stateNames lists the optimizer and seed variables a checkpoint holds, in
