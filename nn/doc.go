@@ -37,12 +37,12 @@
 //     target, and the next save removes what a save killed mid-write left.
 //     Files carry a checksum of every tensor and of the metadata, verified
 //     on load, and a load rejects non-finite weights and negative second
-//     moments (see save.go for the format and its versions).
+//     moments. WriteSafetensors describes the checksums.
 //
 // Building checks sizes before allocating: every shape must fit in
-// tile.MaxBytes without overflowing, and the weights in the machine's
-// memory (see size.go); Fit, Evaluate and Predict clamp the batch size to
-// the number of samples, as Keras does.
+// tile.MaxBytes without overflowing, and the weights (4 bytes a parameter)
+// in the machine's memory. Fit, Evaluate and Predict clamp the batch size
+// to the number of samples, as Keras does.
 //
 // Errors are returned, never panicked: a constructor given bad arguments
 // returns a layer, optimizer or callback that carries the error, and the
