@@ -3,7 +3,10 @@ package nn
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -96,6 +99,13 @@ func (m *Model) nodeRefs() map[*Node]string {
 // LoadArchitecture builds a model from JSON written by Architecture. Its
 // weights are drawn afresh, as InitWeights(0) draws them.
 func LoadArchitecture(js []byte) (*Model, error) {
+	return initialized(decodeArchitecture(js))
+}
+
+// decodeArchitecture builds a model from architecture JSON without drawing
+// its weights: every size is checked, nothing of the weights' size is
+// allocated.
+func decodeArchitecture(js []byte) (*Model, error) {
 	var doc archDoc
 	if err := strictJSON(js, &doc); err != nil {
 		return nil, fmt.Errorf("nn: architecture: %w", err)
@@ -126,7 +136,7 @@ func LoadArchitecture(js []byte) (*Model, error) {
 		if len(ordered) < 2 || inputs[ordered[0].Name()] == nil || len(inputs) != 1 {
 			return nil, fmt.Errorf("nn: architecture: a Sequential model needs one InputLayer first and at least one layer after it")
 		}
-		return Sequential(doc.Name, inputs[ordered[0].Name()], ordered[1:]...)
+		return sequential(doc.Name, inputs[ordered[0].Name()], ordered[1:])
 	case "Functional":
 		nodes := map[string]*Node{}
 		for name, n := range inputs {
@@ -176,7 +186,7 @@ func LoadArchitecture(js []byte) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Functional(doc.Name, ins, outs)
+		return assemble(doc.Name, "Functional", ins, outs)
 	}
 	return nil, fmt.Errorf("nn: architecture: unknown model class %q (want Sequential or Functional)", doc.ClassName)
 }
@@ -297,12 +307,18 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 	return l, nil, nil
 }
 
-// archDiff describes the first difference between two architectures, for
-// an error about a file written by another model.
+// archDiff describes the first difference between the architecture of a
+// model (want) and one read from a file (got), or returns "" when they
+// agree. The model's name is ignored. Layers are compared field by field,
+// as JSON values (numbers by value), so the message names the first layer
+// and field that differ, with both values.
 func archDiff(want, got []byte) string {
 	var a, b archDoc
-	if json.Unmarshal(want, &a) != nil || json.Unmarshal(got, &b) != nil {
-		return "the architecture cannot be read"
+	if json.Unmarshal(want, &a) != nil {
+		return "the model's architecture cannot be encoded"
+	}
+	if err := json.Unmarshal(got, &b); err != nil {
+		return fmt.Sprintf("the file's architecture cannot be read: %v", err)
 	}
 	if a.ClassName != b.ClassName {
 		return fmt.Sprintf("the file holds a %s model, this is a %s one", b.ClassName, a.ClassName)
@@ -310,26 +326,201 @@ func archDiff(want, got []byte) string {
 	for i := range max(len(a.Layers), len(b.Layers)) {
 		switch {
 		case i >= len(a.Layers):
-			return fmt.Sprintf("the file has an extra layer %d: %s %s", i, b.Layers[i].ClassName, b.Layers[i].Config)
+			return fmt.Sprintf("the file has %d layers, the model %d: the file's layer %d is %s", len(b.Layers), len(a.Layers), i, archLayerDesc(b.Layers[i]))
 		case i >= len(b.Layers):
-			return fmt.Sprintf("the file lacks layer %d: %s %s", i, a.Layers[i].ClassName, a.Layers[i].Config)
-		case a.Layers[i].ClassName != b.Layers[i].ClassName || !bytes.Equal(a.Layers[i].Config, b.Layers[i].Config):
-			return fmt.Sprintf("layer %d is %s %s in the file but %s %s in the model", i,
-				b.Layers[i].ClassName, b.Layers[i].Config, a.Layers[i].ClassName, a.Layers[i].Config)
+			return fmt.Sprintf("the file has %d layers, the model %d: the model's layer %d is %s", len(b.Layers), len(a.Layers), i, archLayerDesc(a.Layers[i]))
+		}
+		la, lb := a.Layers[i], b.Layers[i]
+		if la.ClassName != lb.ClassName {
+			return fmt.Sprintf("layer %d is %s in the file but %s in the model", i, archLayerDesc(lb), archLayerDesc(la))
+		}
+		ca, err := decodeOrdered(la.Config)
+		if err != nil {
+			return fmt.Sprintf("layer %d (%s) of the model cannot be compared: %v", i, archLayerDesc(la), err)
+		}
+		cb, err := decodeOrdered(lb.Config)
+		if err != nil {
+			return fmt.Sprintf("layer %d (%s) of the file cannot be read: %v", i, archLayerDesc(lb), err)
+		}
+		if field, va, vb, differ := jsonDiff("", ca, cb); differ {
+			return fmt.Sprintf("layer %d, %s: %s is %s in the file but %s in the model", i, archLayerDesc(la), field, vb, va)
 		}
 	}
-	if a.Name != b.Name {
-		return fmt.Sprintf("the file's model is called %q, this one %q", b.Name, a.Name)
+	var parts []string
+	if !slices.EqualFunc(a.Nodes, b.Nodes, func(x, y archNode) bool { return x.Layer == y.Layer && slices.Equal(x.Inbound, y.Inbound) }) {
+		parts = append(parts, fmt.Sprintf("the layers connect differently (the file's nodes %v, the model's %v)", b.Nodes, a.Nodes))
 	}
-	parts := []string{}
-	if fmt.Sprint(a.Nodes) != fmt.Sprint(b.Nodes) {
-		parts = append(parts, "the layers connect differently")
-	}
-	if fmt.Sprint(a.Inputs, a.Outputs) != fmt.Sprint(b.Inputs, b.Outputs) {
-		parts = append(parts, "the inputs or outputs differ")
-	}
-	if len(parts) == 0 {
-		return "the architectures differ"
+	if !slices.Equal(a.Inputs, b.Inputs) || !slices.Equal(a.Outputs, b.Outputs) {
+		parts = append(parts, fmt.Sprintf("the inputs or outputs differ (the file's %v → %v, the model's %v → %v)", b.Inputs, b.Outputs, a.Inputs, a.Outputs))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// archLayerDesc names a layer of an architecture: "dropout (Dropout)".
+func archLayerDesc(l archLayer) string {
+	var c struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(l.Config, &c) != nil || c.Name == "" {
+		return l.ClassName
+	}
+	return c.Name + " (" + l.ClassName + ")"
+}
+
+// orderedObject is a JSON object with its keys in the order written.
+type orderedObject struct {
+	keys []string
+	vals map[string]any
+}
+
+// decodeOrdered decodes one JSON value: objects become orderedObjects,
+// arrays []any, numbers json.Number.
+func decodeOrdered(js []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	v, err := decodeOrderedValue(dec, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+// maxJSONDepth bounds the nesting decodeOrdered follows.
+const maxJSONDepth = 64
+
+func decodeOrderedValue(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxJSONDepth {
+		return nil, errors.New("JSON nested too deeply")
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		o := orderedObject{vals: map[string]any{}}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			k, _ := kt.(string)
+			v, err := decodeOrderedValue(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := o.vals[k]; !dup {
+				o.keys = append(o.keys, k)
+			}
+			o.vals[k] = v
+		}
+		_, err := dec.Token()
+		return o, err
+	case json.Delim('['):
+		var out []any
+		for dec.More() {
+			v, err := decodeOrderedValue(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		_, err := dec.Token()
+		return out, err
+	}
+	return tok, nil
+}
+
+// jsonDiff finds the first difference between a (the model's value) and b
+// (the file's) at path: its path ("rate", "kernel_initializer.name",
+// "shape[1]") and both values as JSON ("absent" for a missing field).
+func jsonDiff(path string, a, b any) (field, va, vb string, differ bool) {
+	at := func(sub string) string {
+		if path == "" {
+			return sub
+		}
+		return path + "." + sub
+	}
+	switch x := a.(type) {
+	case orderedObject:
+		y, ok := b.(orderedObject)
+		if !ok {
+			break
+		}
+		for _, k := range x.keys {
+			yv, ok := y.vals[k]
+			if !ok {
+				return at(k), jsonText(x.vals[k]), "absent", true
+			}
+			if f, va, vb, d := jsonDiff(at(k), x.vals[k], yv); d {
+				return f, va, vb, true
+			}
+		}
+		for _, k := range y.keys {
+			if _, ok := x.vals[k]; !ok {
+				return at(k), "absent", jsonText(y.vals[k]), true
+			}
+		}
+		return "", "", "", false
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			break
+		}
+		for i := range x {
+			if f, va, vb, d := jsonDiff(fmt.Sprintf("%s[%d]", path, i), x[i], y[i]); d {
+				return f, va, vb, true
+			}
+		}
+		return "", "", "", false
+	case json.Number:
+		if y, ok := b.(json.Number); ok && sameNumber(x, y) {
+			return "", "", "", false
+		}
+	default:
+		if a == b {
+			return "", "", "", false
+		}
+	}
+	if path == "" {
+		path = "the config"
+	}
+	return path, jsonText(a), jsonText(b), true
+}
+
+// sameNumber compares two JSON numbers by value.
+func sameNumber(x, y json.Number) bool {
+	if x == y {
+		return true
+	}
+	fx, ex := strconv.ParseFloat(string(x), 64)
+	fy, ey := strconv.ParseFloat(string(y), 64)
+	return ex == nil && ey == nil && fx == fy
+}
+
+// jsonText writes a decodeOrdered value back as compact JSON.
+func jsonText(v any) string {
+	switch x := v.(type) {
+	case orderedObject:
+		parts := make([]string, len(x.keys))
+		for i, k := range x.keys {
+			parts[i] = strconv.Quote(k) + ":" + jsonText(x.vals[k])
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = jsonText(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case nil:
+		return "null"
+	case string:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+	return fmt.Sprint(v)
 }

@@ -33,7 +33,16 @@
 //     seed, the epoch and the history, so a killed run resumes where its last
 //     checkpoint left it. Every file is written to a temporary name in its
 //     directory, synced and renamed, so a crash never leaves a partial file
-//     under the real name.
+//     under the real name; a symbolic link is written through to its
+//     target, and the next save removes what a save killed mid-write left.
+//     Files carry a checksum of every tensor and of the metadata, verified
+//     on load, and a load rejects non-finite weights and negative second
+//     moments. WriteSafetensors describes the checksums.
+//
+// Building checks sizes before allocating: every shape must fit in
+// tile.MaxBytes without overflowing, and the weights (4 bytes a parameter)
+// in the machine's memory. Fit, Evaluate and Predict clamp the batch size
+// to the number of samples, as Keras does.
 //
 // Errors are returned, never panicked: a constructor given bad arguments
 // returns a layer, optimizer or callback that carries the error, and the

@@ -44,7 +44,8 @@ func (o fitOption) applyFit(s *fitSettings) {
 // BatchSize sets the number of samples per step (Keras's default, 32, when
 // not given). The last batch of an epoch holds the remaining samples: no
 // sample is dropped or seen twice, and each batch's loss counts in
-// proportion to its size.
+// proportion to its size. A batch size above the number of samples means
+// one batch of all of them, as in Keras.
 func BatchSize(n int) FitOption {
 	return fitOption{"batch_size", func(s *fitSettings) { s.batch = n }}
 }
@@ -190,11 +191,20 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	m.logOut = s.out
 	defer func() { m.logOut, m.bar = nil, nil }()
 
+	// A batch never exceeds the data: buffers are sized from the samples
+	// there are, not from the batch size asked for.
+	n := train.Len()
+	bs := min(s.batch, n)
+	in := tile.Shape(m.inputs[0].shape).Size()
+	tgt := m.comp.target.Size()
+	if err := checkBatchBuffers("Fit", bs, 2, in, tgt); err != nil {
+		return nil, err
+	}
+
 	// Compile every executable an epoch needs before the first one starts,
 	// so that no epoch's time includes compiling.
-	n := train.Len()
 	var keys []progKey
-	for _, b := range batchSizes(n, s.batch) {
+	for _, b := range batchSizes(n, bs) {
 		keys = append(keys, progKey{trainProg, b})
 	}
 	if val != nil {
@@ -212,11 +222,9 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 			return hist, err
 		}
 	}
-	in := tile.Shape(m.inputs[0].shape).Size()
-	tgt := m.comp.target.Size()
 	bufs := make([]*batch, 2)
 	for i := range bufs {
-		bufs[i] = &batch{x: make([]float32, s.batch*in), y: make([]float32, s.batch*tgt)}
+		bufs[i] = &batch{x: make([]float32, bs*in), y: make([]float32, bs*tgt)}
 	}
 	var pf *prefetcher
 	defer func() {
@@ -224,7 +232,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 			pf.stop()
 		}
 	}()
-	steps := (n + s.batch - 1) / s.batch
+	steps := (n + bs - 1) / bs
 	var last Logs
 	for epoch := s.initialEpoch; epoch < s.epochs && !m.stop; epoch++ {
 		start := time.Now()
@@ -245,7 +253,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 		watch := bar.live || hasProgressCallback(cbs)
 		times := &m.st.times
 		times.on = debugTiming()
-		pf = startPrefetch(train, order, s.batch, in, tgt, bufs)
+		pf = startPrefetch(train, order, bs, in, tgt, bufs)
 		for step := 0; step < steps; step++ {
 			t := time.Now()
 			b := pf.next()
@@ -336,6 +344,27 @@ func hasProgressCallback(cbs []Callback) bool {
 		}
 	}
 	return false
+}
+
+// checkBatchBuffers checks that count host buffers of batch samples, each
+// of in input and tgt target values, can be allocated: their sizes do not
+// overflow and they fit in the machine's memory.
+func checkBatchBuffers(what string, batch, count, in, tgt int) error {
+	per, ok := checkedAdd(in, tgt)
+	var elems, bytes int
+	if ok {
+		elems, ok = checkedMul(batch, per)
+	}
+	if ok {
+		bytes, ok = checkedMul(elems, 4*count)
+	}
+	if !ok {
+		return fmt.Errorf("nn: %s: buffers for batches of %d samples of %d values each overflow", what, batch, per)
+	}
+	if limit := memoryLimit(); int64(bytes) > limit {
+		return fmt.Errorf("nn: %s: buffers for batches of %d samples of %d values each need %d bytes, more than the %d bytes of memory this machine has; use a smaller batch size", what, batch, per, bytes, limit)
+	}
+	return nil
 }
 
 // batchSizes returns the distinct batch sizes of n samples in batches of
@@ -431,6 +460,7 @@ func (m *Model) Evaluate(s Samples, opts ...FitOption) (Logs, error) {
 	if err := m.checkSamples("evaluation", s, true); err != nil {
 		return nil, err
 	}
+	set.batch = min(set.batch, s.Len())
 	var keys []progKey
 	for _, b := range batchSizes(s.Len(), set.batch) {
 		keys = append(keys, progKey{evalProg, b})
@@ -454,8 +484,12 @@ func (m *Model) evaluate(s Samples, batch int, namePrefix string, bar *progressB
 		return nil, err
 	}
 	n := s.Len()
+	batch = min(batch, n)
 	in := tile.Shape(m.inputs[0].shape).Size()
 	tgt := m.comp.target.Size()
+	if err := checkBatchBuffers("evaluate", batch, 1, in, tgt); err != nil {
+		return nil, err
+	}
 	x := make([]float32, batch*in)
 	y := make([]float32, batch*tgt)
 	idx := make([]int, 0, batch)
@@ -503,9 +537,16 @@ func (m *Model) Predict(s Samples, opts ...FitOption) (*Array, error) {
 		return nil, err
 	}
 	n := s.Len()
+	set.batch = min(set.batch, n)
 	in := tile.Shape(m.inputs[0].shape).Size()
 	outShape := m.outputs[0].shape
 	per := outShape.Size()
+	if err := checkBatchBuffers("Predict", set.batch, 1, in, 0); err != nil {
+		return nil, err
+	}
+	if err := checkBatchBuffers("Predict", n, 1, per, 0); err != nil {
+		return nil, fmt.Errorf("%w (for the predictions of all %d samples)", err, n)
+	}
 	res := &Array{Shape: append([]int{n}, outShape...), Data: make([]float32, n*per)}
 	x := make([]float32, set.batch*in)
 	idx := make([]int, 0, set.batch)

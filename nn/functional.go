@@ -70,6 +70,11 @@ func newInput(cfg inputConfig) *Node {
 			l.err = fmt.Errorf("nn: Input: shape %v has a dimension below 1", cfg.Shape)
 		}
 	}
+	if l.err == nil {
+		if err := checkShapeStorage(cfg.Shape); err != nil {
+			l.err = fmt.Errorf("nn: Input: a sample of shape %s is too large: %v", fmtDims(cfg.Shape), err)
+		}
+	}
 	n.err = l.err
 	if n.err == nil {
 		n.shape = tile.Shape(cfg.Shape).Clone()
@@ -135,6 +140,9 @@ func Apply(l Layer, in ...*Node) *Node {
 		return n
 	}
 	out, err := l.build(shapes)
+	if err == nil {
+		err = checkLayerSizes(b, out)
+	}
 	if err != nil {
 		n.err = fmt.Errorf("nn: %s on input %s: %v", what, fmtShapes(shapes), err)
 		b.weights = nil
@@ -179,5 +187,5 @@ func fmtShapes(ss []tile.Shape) string {
 // on must come from the given inputs. Training with Fit needs one input and
 // one output; Predict and Summary take any number.
 func Functional(name string, inputs, outputs []*Node) (*Model, error) {
-	return assemble(name, "Functional", inputs, outputs)
+	return initialized(assemble(name, "Functional", inputs, outputs))
 }

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/tartanml/tartan/op"
@@ -115,9 +116,16 @@ func newConv(class string, cfg convConfig, err error) Layer {
 // convOut returns the output length of a window along one dimension with
 // TensorFlow's arithmetic, or an error when a valid window does not fit.
 func convOut(in, k, stride, dilation int, padding string) (int, error) {
-	span := (k-1)*dilation + 1
+	span, ok := checkedMul(k-1, dilation)
+	if !ok || span == math.MaxInt {
+		return 0, fmt.Errorf("the window of %d with dilation %d spans more than %d", k, dilation, math.MaxInt)
+	}
+	span++
 	if padding == "same" {
-		return (in + stride - 1) / stride, nil
+		if in == 0 {
+			return 0, nil
+		}
+		return (in-1)/stride + 1, nil
 	}
 	if in < span {
 		return 0, fmt.Errorf("the window spans %d but the input is only %d long (padding \"valid\")", span, in)

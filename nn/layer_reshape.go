@@ -87,7 +87,10 @@ func (l *reshapeLayer) build(in []tile.Shape) (tile.Shape, error) {
 		if d == -1 {
 			at = i
 		} else {
-			known *= d
+			var ok bool
+			if known, ok = checkedMul(known, d); !ok {
+				return nil, fmt.Errorf("target shape %v has more elements than an int holds", l.cfg.TargetShape)
+			}
 		}
 	}
 	if at >= 0 {

@@ -47,7 +47,9 @@ type Stats struct {
 }
 
 // assemble is the constructor shared by Sequential and Functional: it checks
-// the nodes, orders them, names the layers and draws the initial weights.
+// the nodes, orders them, names the layers and checks that the weights fit
+// in memory. It allocates none of them: initialized draws them, Load reads
+// them.
 func assemble(name, class string, inputs, outputs []*Node) (*Model, error) {
 	if !validLayerName(name) {
 		return nil, fmt.Errorf("nn: %s: model name %q is not usable (letters, digits, _ . -, not starting with a digit)", class, name)
@@ -120,6 +122,18 @@ func assemble(name, class string, inputs, outputs []*Node) (*Model, error) {
 		m.weights = append(m.weights, l.Weights()...)
 	}
 	m.st = newStore()
+	if err := m.checkWeightMemory(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// initialized draws the initial weights of a model assemble returned, as
+// InitWeights(0) does.
+func initialized(m *Model, err error) (*Model, error) {
+	if err != nil {
+		return nil, err
+	}
 	if err := m.InitWeights(0); err != nil {
 		return nil, err
 	}
@@ -219,9 +233,15 @@ func (m *Model) Stats() Stats { return m.stats }
 // starts the same way. Models start from InitWeights(0).
 func (m *Model) InitWeights(seed int64) error {
 	for _, w := range m.weights {
-		v := make([]float32, w.Size())
+		// A weight declared here for the first time is filled in place, so
+		// that its values are allocated once.
+		var v []float32
+		if !m.st.has(w.Name()) {
+			v = m.st.declare(w.Name(), tile.Float32, w.shape).f32
+		} else {
+			v = make([]float32, w.Size())
+		}
 		w.init.fill(v, w.shape, weightRNG(seed, w.Name()))
-		m.st.declare(w.Name(), tile.Float32, w.shape)
 		if err := m.st.setF32(w.Name(), v); err != nil {
 			return err
 		}

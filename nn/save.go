@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,8 +31,26 @@ import (
 // synced, then renamed), and every load checks the whole file before it
 // changes anything: a truncated file, one from another architecture or with
 // missing or misshapen tensors is an error and the model is left as it was.
+//
+// Files are at version 2 (metadata "version"): their metadata carries a
+// CRC-32C checksum of every tensor and of the metadata itself (see
+// WriteSafetensors), verified on every load, so a damaged byte is an error
+// naming the file and the tensor. Version 1 files, written before
+// checksums existed (weights files then had no version), still load,
+// unchecked; a version 2 file without checksums is damaged and rejected.
+// Files of other tools (no Tartan format) have no checksums to check.
+//
+// A load also rejects values no training can have produced and that would
+// silently ruin training from them: a weight, optimizer slot or learning
+// rate that is NaN or infinite, a negative second moment (Adam's and
+// AdamW's "v", RMSprop's "velocity" slots, running means of squared
+// gradients), a negative step counter.
 
 const (
+	// fileVersion is the version of the files written now: 2, whose
+	// metadata carries checksums. Version 1 files (and weights files
+	// without a version, which predate it) have none.
+	fileVersion      = "2"
 	weightsFormat    = "tartan.weights"
 	modelFormat      = "tartan.model"
 	checkpointFormat = "tartan.checkpoint"
@@ -43,7 +62,7 @@ func (m *Model) SaveWeights(path string) error {
 	if err != nil {
 		return err
 	}
-	return WriteSafetensors(path, ts, map[string]string{"format": weightsFormat, "model": m.name})
+	return WriteSafetensors(path, ts, map[string]string{"format": weightsFormat, "version": fileVersion, "model": m.name})
 }
 
 // weightTensors returns every weight as an F32 tensor.
@@ -65,11 +84,65 @@ func (m *Model) weightTensors() ([]SafeTensor, error) {
 // its shape; tensors the model lacks, other than optimizer and training
 // state, make it an error too. Nothing changes unless all of it loads.
 func (m *Model) LoadWeights(path string) error {
-	ts, _, err := ReadSafetensors(path)
+	ts, _, err := readFile(path)
 	if err != nil {
 		return fmt.Errorf("nn: loading weights: %w", err)
 	}
 	return m.setWeightTensors(path, ts)
+}
+
+// readFile reads a safetensors file and checks its version: a Tartan file
+// of the current version must carry checksums (ReadSafetensors verified
+// them), one of version 1 predates them.
+func readFile(path string) ([]SafeTensor, map[string]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return parseFile(path, raw)
+}
+
+// parseFile is readFile of the contents raw of the file at path.
+func parseFile(path string, raw []byte) ([]SafeTensor, map[string]string, error) {
+	ts, meta, err := parseSafetensors(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f := meta["format"]
+	if !strings.HasPrefix(f, "tartan.") {
+		return ts, meta, nil
+	}
+	switch v := meta["version"]; {
+	case v == "1" || v == "" && f == weightsFormat:
+		// Written before checksums existed.
+	case v == fileVersion:
+		if _, ok := meta[checksumsKey]; !ok {
+			return nil, nil, fmt.Errorf("%s: %w: a version %s file without its checksums (the header is damaged)", path, ErrBadSafetensors, v)
+		}
+	default:
+		return nil, nil, fmt.Errorf("%s: %s file version %q is not one this build reads (1 or %s; written by a newer Tartan?)", path, f, v, fileVersion)
+	}
+	return ts, meta, nil
+}
+
+// firstNonFinite returns the index of the first NaN or infinite value, or
+// -1.
+func firstNonFinite(v []float32) int {
+	for i, x := range v {
+		if x-x != 0 { // NaN or ±Inf
+			return i
+		}
+	}
+	return -1
+}
+
+// checkFinite returns an error naming the tensor and the file when v holds
+// a NaN or an infinity.
+func checkFinite(path, what, name string, v []float32) error {
+	if i := firstNonFinite(v); i >= 0 {
+		return fmt.Errorf("nn: %s: %s %s holds %v at element %d of %d; a file with a non-finite value is damaged or comes from a diverged run, and is not loaded", path, what, name, v[i], i, len(v))
+	}
+	return nil
 }
 
 // setWeightTensors checks that ts hold every weight of the model and
@@ -100,6 +173,9 @@ func (m *Model) setWeightTensors(path string, ts []SafeTensor) error {
 			problems = append(problems, err.Error())
 			continue
 		}
+		if err := checkFinite(path, "weight", w.Name(), v); err != nil {
+			return err
+		}
 		vals[w.Name()] = v
 	}
 	for _, t := range ts {
@@ -114,6 +190,9 @@ func (m *Model) setWeightTensors(path string, ts []SafeTensor) error {
 		return fmt.Errorf("nn: %s does not fit model %q (written by a different architecture?): %s", path, m.name, strings.Join(problems, "; "))
 	}
 	for name, v := range vals {
+		if !m.st.has(name) {
+			m.st.declare(name, tile.Float32, m.weight(name).shape)
+		}
 		if err := m.st.setF32(name, v); err != nil {
 			return err
 		}
@@ -130,29 +209,45 @@ func isStateName(name string) bool {
 // Save writes the whole model, architecture and weights, to one safetensors
 // file; Load reads it back.
 func (m *Model) Save(path string) error {
-	arch, err := m.Architecture()
+	ts, meta, err := m.modelContents()
 	if err != nil {
 		return err
+	}
+	return WriteSafetensors(path, ts, meta)
+}
+
+// modelContents returns the tensors and metadata Save writes.
+func (m *Model) modelContents() ([]SafeTensor, map[string]string, error) {
+	arch, err := m.Architecture()
+	if err != nil {
+		return nil, nil, err
 	}
 	ts, err := m.weightTensors()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	return WriteSafetensors(path, ts, map[string]string{"format": modelFormat, "version": "1", "architecture": string(arch)})
+	return ts, map[string]string{"format": modelFormat, "version": fileVersion, "architecture": string(arch)}, nil
 }
 
 // Load reads a model written by Save (or a checkpoint): it rebuilds the
 // architecture and sets the weights. The model has no device and is not
-// compiled.
+// compiled. The architecture's weights are checked against the file's
+// tensors before any of them is allocated, so a small file cannot declare
+// a model larger than itself.
 func Load(path string) (*Model, error) {
-	ts, meta, err := ReadSafetensors(path)
+	ts, meta, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("nn: loading model: %w", err)
 	}
+	return loadModel(path, ts, meta)
+}
+
+// loadModel is Load of the tensors and metadata read from path.
+func loadModel(path string, ts []SafeTensor, meta map[string]string) (*Model, error) {
 	if f := meta["format"]; f != modelFormat && f != checkpointFormat {
 		return nil, fmt.Errorf("nn: %s holds %s, not a model (write one with Model.Save)", path, describeFormat(f))
 	}
-	m, err := LoadArchitecture([]byte(meta["architecture"]))
+	m, err := decodeArchitecture([]byte(meta["architecture"]))
 	if err != nil {
 		return nil, fmt.Errorf("nn: %s: %w", path, err)
 	}
@@ -190,16 +285,26 @@ func (m *Model) SaveCheckpoint(path string, epochs int) error {
 }
 
 func (m *Model) saveCheckpoint(path string, epochs int, hist *History) error {
+	ts, meta, err := m.checkpointContents(epochs, hist)
+	if err != nil {
+		return err
+	}
+	return WriteSafetensors(path, ts, meta)
+}
+
+// checkpointContents returns the tensors and metadata a checkpoint after
+// epochs epochs holds.
+func (m *Model) checkpointContents(epochs int, hist *History) ([]SafeTensor, map[string]string, error) {
 	if m.comp == nil {
-		return fmt.Errorf("nn: SaveCheckpoint %q: %w", m.name, errNotCompiled)
+		return nil, nil, fmt.Errorf("nn: SaveCheckpoint %q: %w", m.name, errNotCompiled)
 	}
 	arch, err := m.Architecture()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ts, err := m.weightTensors()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	names := m.stateNames()
 	for _, n := range names {
@@ -207,31 +312,31 @@ func (m *Model) saveCheckpoint(path string, epochs int, hist *History) error {
 		if v.dtype == tile.Int64 {
 			x, err := m.st.i64(n)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			ts = append(ts, I64Tensor(n, v.shape, x))
 			continue
 		}
 		x, err := m.st.f32(n)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		ts = append(ts, F32Tensor(n, v.shape, x))
 	}
 	optCfg, err := json.Marshal(optimizerConfig(m.comp.opt))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if hist == nil {
 		hist = newHistory()
 	}
 	histJSON, err := json.Marshal(historyJSON(hist))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	meta := map[string]string{
 		"format":       checkpointFormat,
-		"version":      "1",
+		"version":      fileVersion,
 		"architecture": string(arch),
 		"optimizer":    string(optCfg),
 		"loss":         m.comp.loss.Name(),
@@ -239,7 +344,7 @@ func (m *Model) saveCheckpoint(path string, epochs int, hist *History) error {
 		"seed":         strconv.FormatInt(m.seed, 10),
 		"history":      string(histJSON),
 	}
-	return WriteSafetensors(path, ts, meta)
+	return ts, meta, nil
 }
 
 // stateNames lists the optimizer and seed variables a checkpoint holds, in
@@ -265,10 +370,16 @@ func (m *Model) LoadCheckpoint(path string) (*Checkpoint, error) {
 	if m.comp == nil {
 		return nil, fmt.Errorf("nn: LoadCheckpoint %q: %w", m.name, errNotCompiled)
 	}
-	ts, meta, err := ReadSafetensors(path)
+	ts, meta, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("nn: loading checkpoint: %w", err)
 	}
+	return m.loadCheckpoint(path, ts, meta)
+}
+
+// loadCheckpoint is LoadCheckpoint of the tensors and metadata read from
+// path.
+func (m *Model) loadCheckpoint(path string, ts []SafeTensor, meta map[string]string) (*Checkpoint, error) {
 	if meta["format"] != checkpointFormat {
 		return nil, fmt.Errorf("nn: %s holds %s, not a checkpoint", path, describeFormat(meta["format"]))
 	}
@@ -276,8 +387,8 @@ func (m *Model) LoadCheckpoint(path string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !sameArchitecture(arch, []byte(meta["architecture"])) {
-		return nil, fmt.Errorf("nn: checkpoint %s was written by a different model than %q: %s", path, m.name, archDiff(arch, []byte(meta["architecture"])))
+	if d := archDiff(arch, []byte(meta["architecture"])); d != "" {
+		return nil, fmt.Errorf("nn: checkpoint %s was written by a different model than %q: %s", path, m.name, d)
 	}
 	var optCfg map[string]any
 	if err := json.Unmarshal([]byte(meta["optimizer"]), &optCfg); err != nil {
@@ -318,8 +429,23 @@ func (m *Model) LoadCheckpoint(path string) (*Checkpoint, error) {
 			if i64s[n], err = t.Int64s(); err != nil {
 				return nil, fmt.Errorf("nn: checkpoint %s: %w", path, err)
 			}
-		} else if f32s[n], err = t.Float32s(); err != nil {
+			if n == iterationsVar && len(i64s[n]) == 1 && i64s[n][0] < 0 {
+				return nil, fmt.Errorf("nn: %s: the step counter %s is %d, below 0; the file is damaged and is not loaded", path, n, i64s[n][0])
+			}
+			continue
+		}
+		if f32s[n], err = t.Float32s(); err != nil {
 			return nil, fmt.Errorf("nn: checkpoint %s: %w", path, err)
+		}
+		if err := checkFinite(path, "optimizer state", n, f32s[n]); err != nil {
+			return nil, err
+		}
+		if isSecondMoment(m.comp.opt, n) {
+			for i, x := range f32s[n] {
+				if x < 0 {
+					return nil, fmt.Errorf("nn: %s: %s holds %v at element %d of %d, but it is a running mean of squared gradients, never negative; the file is damaged and is not loaded", path, n, x, i, len(f32s[n]))
+				}
+			}
 		}
 	}
 	for _, t := range ts {
@@ -344,16 +470,20 @@ func (m *Model) LoadCheckpoint(path string) (*Checkpoint, error) {
 	return &Checkpoint{Epoch: epoch, History: hj.history()}, nil
 }
 
-// sameArchitecture compares two architectures, ignoring the model's name.
-func sameArchitecture(a, b []byte) bool {
-	var x, y archDoc
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+// isSecondMoment reports whether state variable name is a slot of o that
+// holds a running mean of squared gradients: Adam's (and AdamW's) "v",
+// RMSprop's "velocity".
+func isSecondMoment(o Optimizer, name string) bool {
+	var slot string
+	switch o.(type) {
+	case *adam:
+		slot = "v"
+	case *rmsprop:
+		slot = "velocity"
+	default:
 		return false
 	}
-	x.Name, y.Name = "", ""
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return string(xa) == string(ya)
+	return strings.HasPrefix(name, "optimizer/"+slot+"/")
 }
 
 // historyDoc is a History in JSON; NaN and infinite values become null.

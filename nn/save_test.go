@@ -61,7 +61,9 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	if (8+n)%8 != 0 || int(8+n)+16+8 != len(raw) {
 		t.Errorf("header length %d, file %d bytes", n, len(raw))
 	}
-	want := `{"__metadata__":{"k":"v"},"a/b":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},"step":{"dtype":"I64","shape":[],"data_offsets":[16,24]},"empty":{"dtype":"F32","shape":[0,3],"data_offsets":[24,24]}}`
+	// The checksums are CRC-32C of each tensor's bytes, dtype and shape
+	// ("F32[2,2]"), and of the other metadata as length-prefixed strings.
+	want := `{"__metadata__":{"checksums":"{\"algorithm\":\"crc32c\",\"metadata\":\"580fd4e9\",\"tensors\":{\"a/b\":\"4901925a\",\"empty\":\"7435d3d7\",\"step\":\"a13ea88a\"}}","k":"v"},"a/b":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},"step":{"dtype":"I64","shape":[],"data_offsets":[16,24]},"empty":{"dtype":"F32","shape":[0,3],"data_offsets":[24,24]}}`
 	if got := strings.TrimRight(string(raw[8:8+n]), " "); got != want {
 		t.Errorf("header\n%s\nwant\n%s", got, want)
 	}

@@ -15,6 +15,11 @@ import (
 // Every layer is built for the output shape of the one before; an error
 // names the layer and its position.
 func Sequential(name string, input *Node, layers ...Layer) (*Model, error) {
+	return initialized(sequential(name, input, layers))
+}
+
+// sequential builds a Sequential model without drawing its weights.
+func sequential(name string, input *Node, layers []Layer) (*Model, error) {
 	if input == nil {
 		return nil, fmt.Errorf("nn: Sequential %q: nil input; start with nn.Input(shape...)", name)
 	}

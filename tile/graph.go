@@ -171,8 +171,13 @@ func (g *Graph) check(op string, args ...*Tensor) bool {
 	return true
 }
 
-// add appends a new node. The shape is copied.
+// add appends a new node. The shape is copied. A shape that holds more
+// than MaxBytes (or whose size overflows) records an error naming the op
+// and returns an invalid tensor instead.
 func (g *Graph) add(op Op, dt DType, shape Shape, args ...*Tensor) *Tensor {
+	if !g.checkStorage(op.Kind(), dt, shape) {
+		return g.invalid()
+	}
 	t := &Tensor{graph: g, id: len(g.nodes), op: op, args: args, dtype: dt, shape: shape.Clone()}
 	g.nodes = append(g.nodes, t)
 	return t
@@ -182,12 +187,17 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./:-]*$`)
 
 var indexRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-func (g *Graph) checkShape(op string, s Shape) bool {
-	for _, d := range s {
-		if d < 0 {
-			g.Errorf(op, "negative dimension in shape %v", s)
-			return false
-		}
+// checkShape records an error for op and returns false when s has a
+// negative dimension or more elements than MaxBytes.
+func (g *Graph) checkShape(op string, s Shape) bool { return g.checkStorage(op, Invalid, s) }
+
+// checkStorage records an error for op and returns false when s has a
+// negative dimension or a tensor of s and dt would hold more than MaxBytes
+// (an invalid dt counts one byte per element).
+func (g *Graph) checkStorage(op string, dt DType, s Shape) bool {
+	if err := s.CheckStorage(dt); err != nil {
+		g.Errorf(op, "%v", err)
+		return false
 	}
 	return true
 }
@@ -203,7 +213,7 @@ func (g *Graph) Variable(name string, dt DType, shape Shape) *Tensor {
 }
 
 func (g *Graph) leaf(kind, name string, dt DType, shape Shape) *Tensor {
-	if !g.check(kind) || !g.checkShape(kind, shape) {
+	if !g.check(kind) || !g.checkStorage(kind, dt, shape) {
 		return g.invalid()
 	}
 	if !identRE.MatchString(name) {

@@ -15,7 +15,7 @@ func (*RandomOp) Kind() string { return "random" }
 // drawn from the scalar i64 seed and the stream number, which tells apart the
 // draws of different nodes under one seed.
 func (g *Graph) Random(seed *Tensor, dt DType, shape Shape, stream uint64) *Tensor {
-	if !g.check("random", seed) || !g.checkShape("random", shape) {
+	if !g.check("random", seed) || !g.checkStorage("random", dt, shape) {
 		return g.invalid()
 	}
 	if seed.dtype != Int64 || seed.Rank() != 0 {

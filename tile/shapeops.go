@@ -85,7 +85,10 @@ func (g *Graph) Reshape(x *Tensor, shape Shape) *Tensor {
 		case d < 0:
 			return g.Errorf("reshape", "bad target shape %v for %s", shape, describe([]*Tensor{x}))
 		default:
-			known *= d
+			var ok bool
+			if known, ok = mulInt(known, d); !ok {
+				return g.Errorf("reshape", "target shape %v has more elements than an int holds (for %s)", shape, describe([]*Tensor{x}))
+			}
 		}
 	}
 	if infer >= 0 {
@@ -181,7 +184,10 @@ func (g *Graph) Concat(axis int, xs ...*Tensor) *Tensor {
 				return g.Errorf("concat", "operands disagree outside axis %d: %s", axis, describe(xs))
 			}
 		}
-		shape[axis] += x.shape[axis]
+		var ok bool
+		if shape[axis], ok = addInt(shape[axis], x.shape[axis]); !ok {
+			return g.Errorf("concat", "the sizes along axis %d overflow: %s", axis, describe(xs))
+		}
 	}
 	if len(xs) == 1 {
 		return xs[0]
@@ -203,7 +209,14 @@ func (g *Graph) Pad(x *Tensor, lo, hi []int, value float64) *Tensor {
 		if lo[d] < 0 || hi[d] < 0 {
 			return g.Errorf("pad", "negative padding lo %v, hi %v", lo, hi)
 		}
-		shape[d] += lo[d] + hi[d]
+		n, ok := addInt(shape[d], lo[d])
+		if ok {
+			n, ok = addInt(n, hi[d])
+		}
+		if !ok {
+			return g.Errorf("pad", "padding lo %v, hi %v of %s overflows", lo, hi, describe([]*Tensor{x}))
+		}
+		shape[d] = n
 	}
 	op := &PadOp{Lo: append([]int(nil), lo...), Hi: append([]int(nil), hi...), Value: RoundTo(x.dtype, value)}
 	return g.add(op, x.dtype, shape, x)
@@ -274,7 +287,7 @@ func (g *Graph) ScatterAdd(updates, indices *Tensor, axis int, shape Shape) *Ten
 // Iota returns a tensor of shape whose elements are their coordinate along
 // axis.
 func (g *Graph) Iota(dt DType, shape Shape, axis int) *Tensor {
-	if !g.check("iota") || !g.checkShape("iota", shape) {
+	if !g.check("iota") || !g.checkStorage("iota", dt, shape) {
 		return g.invalid()
 	}
 	if axis < 0 {

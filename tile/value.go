@@ -110,7 +110,7 @@ func (g *Graph) Constant(v *Value) *Tensor {
 	if len(v.Data) != v.Shape.Size() || !v.DType.Valid() {
 		return g.Errorf("constant", "value of dtype %v, shape %v holds %d elements", v.DType, v.Shape, len(v.Data))
 	}
-	if !g.checkShape("constant", v.Shape) {
+	if !g.checkStorage("constant", v.DType, v.Shape) {
 		return g.invalid()
 	}
 	c := v.Clone()

@@ -1,0 +1,167 @@
+package nn
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/tartanml/tartan/tile"
+)
+
+// Sizes. Building a model checks, before anything is allocated, that
+//
+//   - every per-sample shape (an Input's, every layer's output) and every
+//     weight's shape has an element count that fits an int64 and a float32
+//     tensor of that shape fits in tile.MaxBytes;
+//   - the model's weights together (4 bytes a parameter) fit in the
+//     machine's memory: MemTotal of /proc/meminfo, or the memory limit of
+//     the process's control group when that is lower (hw.memsize on macOS).
+//     Where the memory is unknown, the bound is tile.MaxBytes.
+//
+// A model that fails a check is an error naming the layer, the shape and
+// the bytes, not an out-of-memory crash.
+
+// weightBytes is the storage of one parameter on the host.
+const weightBytes = 4
+
+// memoryLimit returns the bound on a model's weight bytes. Tests replace
+// it.
+var memoryLimit = hostMemoryLimit
+
+// hostMemoryLimit returns the machine's memory in bytes, lowered to the
+// control group's limit, or tile.MaxBytes when neither is known.
+func hostMemoryLimit() int64 {
+	limit := int64(0)
+	if v := meminfoTotal("/proc/meminfo"); v > 0 {
+		limit = v
+	} else if v := systemMemory(); v > 0 {
+		limit = v
+	}
+	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		if v := readLimitFile(path); v > 0 && (limit == 0 || v < limit) {
+			limit = v
+		}
+	}
+	if limit <= 0 {
+		return tile.MaxBytes
+	}
+	return limit
+}
+
+// meminfoTotal returns MemTotal of a /proc/meminfo file in bytes, or 0.
+func meminfoTotal(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || strings.TrimSpace(k) != "MemTotal" {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) == 0 {
+			return 0
+		}
+		n, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil || n <= 0 {
+			return 0
+		}
+		if len(fields) > 1 && strings.EqualFold(fields[1], "kB") {
+			if n > math.MaxInt64/1024 {
+				return 0
+			}
+			n *= 1024
+		}
+		return n
+	}
+	return 0
+}
+
+// readLimitFile reads a control group memory limit: a byte count, or "max"
+// (no limit, 0 here).
+func readLimitFile(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// checkShapeStorage checks that a float32 tensor of shape s can exist:
+// its element count fits an int64 and its bytes fit in tile.MaxBytes.
+func checkShapeStorage(s tile.Shape) error { return s.CheckStorage(tile.Float32) }
+
+// checkLayerSizes checks the weights and the per-sample output shape that
+// building layer b produced.
+func checkLayerSizes(b *layerBase, out tile.Shape) error {
+	for _, w := range b.weights {
+		if err := checkShapeStorage(w.shape); err != nil {
+			return fmt.Errorf("weight %s: %v", w.short, err)
+		}
+	}
+	if err := checkShapeStorage(out); err != nil {
+		return fmt.Errorf("output %s per sample: %v", fmtShape(out), err)
+	}
+	return nil
+}
+
+// checkWeightMemory checks that the model's weights fit in memoryLimit,
+// before any of them is allocated.
+func (m *Model) checkWeightMemory() error {
+	var total, params int64
+	var largest *Weight
+	var largestBytes int64
+	for _, w := range m.weights {
+		n, ok := w.shape.CheckedSize()
+		b, bok := w.shape.Bytes(tile.Float32)
+		if !ok || !bok || b > tile.MaxBytes {
+			return fmt.Errorf("nn: %s %q: weight %s: %v", m.class, m.name, w.Name(), checkShapeStorage(w.shape))
+		}
+		// Each term is below 2^50, so the sums cannot overflow for any
+		// realistic number of weights; check anyway.
+		if total > math.MaxInt64-b {
+			return fmt.Errorf("nn: %s %q: the weights together need more than %d bytes", m.class, m.name, int64(math.MaxInt64))
+		}
+		total += b
+		params += int64(n)
+		if largest == nil || b > largestBytes {
+			largest, largestBytes = w, b
+		}
+	}
+	if limit := memoryLimit(); total > limit {
+		return fmt.Errorf("nn: %s %q: the weights need %d bytes (%d parameters of %d bytes), more than the %d bytes of memory this machine has; the largest weight is %s of shape %v (%d bytes)",
+			m.class, m.name, total, params, weightBytes, limit, largest.Name(), largest.shape, largestBytes)
+	}
+	return nil
+}
+
+// checkedMul returns a·b for non-negative a and b, and false when the
+// product overflows an int.
+func checkedMul(a, b int) (int, bool) {
+	if a < 0 || b < 0 {
+		return 0, false
+	}
+	if a != 0 && b > math.MaxInt/a {
+		return 0, false
+	}
+	return a * b, true
+}
+
+// checkedAdd returns a+b for non-negative a and b, and false when the sum
+// overflows an int.
+func checkedAdd(a, b int) (int, bool) {
+	if a < 0 || b < 0 || a > math.MaxInt-b {
+		return 0, false
+	}
+	return a + b, true
+}
