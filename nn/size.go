@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -32,7 +33,8 @@ const weightBytes = 4
 var memoryLimit = hostMemoryLimit
 
 // hostMemoryLimit returns the machine's memory in bytes, lowered to the
-// control group's limit, or tile.MaxBytes when neither is known.
+// control group's limit and to TARTAN_MEMORY_LIMIT, or tile.MaxBytes when
+// none is known.
 func hostMemoryLimit() int64 {
 	limit := int64(0)
 	if v := meminfoTotal("/proc/meminfo"); v > 0 {
@@ -44,6 +46,9 @@ func hostMemoryLimit() int64 {
 		if v := readLimitFile(path); v > 0 && (limit == 0 || v < limit) {
 			limit = v
 		}
+	}
+	if v, err := backend.MemoryLimit(); err == nil && v > 0 && (limit == 0 || v < limit) {
+		limit = v // TARTAN_MEMORY_LIMIT (a malformed value is reported by the device)
 	}
 	if limit <= 0 {
 		return tile.MaxBytes

@@ -133,3 +133,16 @@ func TestLoadMatchesFileBeforeAllocating(t *testing.T) {
 		t.Error("the loaded weights differ")
 	}
 }
+
+// TestBuildUnderMemoryLimitVariable checks that TARTAN_MEMORY_LIMIT bounds
+// a model's weights as it bounds a program's memory on the devices.
+func TestBuildUnderMemoryLimitVariable(t *testing.T) {
+	t.Setenv("TARTAN_MEMORY_LIMIT", "1MiB")
+	if _, err := Sequential("small", Input(64), Dense(64)); err != nil {
+		t.Fatalf("a 16 KiB model under a 1 MiB limit: %v", err)
+	}
+	_, err := Sequential("wide", Input(1024), Dense(1024))
+	if err == nil || !strings.Contains(err.Error(), "bytes of memory this machine has") {
+		t.Errorf("a 4 MiB model under a 1 MiB limit: error %v", err)
+	}
+}
