@@ -810,7 +810,7 @@ func TestHostileFlags(t *testing.T) {
 		{name: "device opencl huge", args: fit("--device", "opencl:99999999999999999999:0"), code: exitUsage, want: "bad device id"},
 		{name: "device opencl absent", args: fit("--device", "opencl:99:0"), code: exitError, want: "opencl:99:0"},
 		{name: "device control characters", args: fit("--device", "cpu\x00\x1b[2J"), code: exitUsage, want: "unknown device"},
-		{name: "device blank", args: append(fitNoData(), "--device", "  "), code: exitError, want: "Fashion-MNIST is not in the data directory"},
+		{name: "device blank", args: append(fitNoData(), "--device", "  "), code: exitError, want: "does not exist, so Fashion-MNIST cannot be read from it"},
 		// fit --data
 		{name: "data missing", args: fitNoData(), code: exitError, want: missing},
 		{name: "data a FIFO", args: quickFit(fifo), code: exitError, want: fifo},
