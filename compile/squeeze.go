@@ -46,16 +46,17 @@ func squeeze(prog *kir.Program, k *kir.Kernel) bool {
 	}
 	var reduce []kir.Loop
 	for j, l := range k.Reduce {
-		if l.Lo == l.Hi {
+		// The last loop of a reduction of one point stays, so that its
+		// aggregation (and skipping) keeps its meaning.
+		last := j == len(k.Reduce)-1 && len(reduce) == 0
+		if l.Lo == l.Hi && !last {
 			vals[nout+j] = kir.IxOfConst(l.Lo)
 			continue
 		}
 		vals[nout+j] = kir.IxOfVar(len(shape) + len(reduce))
 		reduce = append(reduce, l)
 	}
-	if len(reduce) == 0 && len(k.Reduce) > 0 {
-		// The sum of one term: keep it a reduction of one point so that
-		// its aggregation (and skipping) keeps its meaning.
+	if len(shape) == nout && len(reduce) == len(k.Reduce) {
 		return false
 	}
 	if shape == nil {

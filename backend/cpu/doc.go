@@ -21,9 +21,7 @@
 //     floor divisions and modulos that a chunk does not vary, or general),
 //     adjacent loops that act as one row-major coordinate are merged, and
 //     kernels that sum a product of two float32 loads are recognised as
-//     matrix products whether or not the compiler scheduled them so (with
-//     the variables of single-value loops taken as constants, so that a
-//     one-channel convolution's unit channel loop does not hide them).
+//     matrix products whether or not the compiler scheduled them so.
 //  4. Executors: matrix products go to gemm.go, which hands plain strided
 //     operands to package gemm directly and packs the others (pack.go:
 //     im2col with incremental offsets and merged copies), applying the

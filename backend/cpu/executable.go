@@ -128,13 +128,6 @@ func newKernel(p *kir.Program, k *kir.Kernel, r *regs) (kernelRunner, error) {
 	if g, ok := inferGemmKernel(p, k, r); ok {
 		return g, nil
 	}
-	if pk := pinUnitLoops(p, k); pk != nil {
-		// Variables of unit loops read by both operands hide the
-		// product's groups; as constants they no longer do.
-		if g, ok := inferGemmKernel(p, pk, r); ok {
-			return g, nil
-		}
-	}
 	return newLoopsKernel(p, k, r), nil
 }
 

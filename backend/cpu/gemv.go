@@ -113,8 +113,8 @@ func (sd *gemvSide) addForm(f affForm) {
 }
 
 // newGemvKernel plans k as a matrix-vector product, trying the views the
-// gemm path would: the compiler's, then the inferred one, then the inferred
-// one of k with its unit loops pinned. It reports false when none fits.
+// gemm path would: the compiler's, then the inferred one (loops of one point
+// are gone: package compile squeezes them). It reports false when none fits.
 func newGemvKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemvKernel, bool) {
 	if k.Schedule.Strategy == "gemm" && k.Schedule.GEMM != nil {
 		if g, ok := planGemv(p, k, k.Schedule.GEMM, r); ok {
@@ -124,13 +124,6 @@ func newGemvKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemvKernel, bool) {
 	if v := inferGEMM(p, k); v != nil {
 		if g, ok := planGemv(p, k, v, r); ok {
 			return g, true
-		}
-	}
-	if pk := pinUnitLoops(p, k); pk != nil {
-		if v := inferGEMM(p, pk); v != nil {
-			if g, ok := planGemv(p, pk, v, r); ok {
-				return g, true
-			}
 		}
 	}
 	return nil, false

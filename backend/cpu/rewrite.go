@@ -21,13 +21,10 @@ import (
 //   - And, Or, Not and Select with constant or negated operands fold;
 //   - structurally equal subtrees become one node (hash-consing), loads
 //     being equal when they read the same buffer at the same element
-//     offset, so every value is computed once per chunk;
-//   - with pin set, a variable whose loop has a single value becomes that
-//     constant.
+//     offset, so every value is computed once per chunk.
 type rewriter struct {
 	p      *kir.Program
 	vars   []kir.Range
-	pin    bool
 	memo   map[*kir.Expr]*kir.Expr
 	ixMemo map[*kir.Ix]*kir.Ix
 	cons   map[string]*kir.Expr
@@ -43,33 +40,6 @@ func newRewriter(p *kir.Program, k *kir.Kernel) *rewriter {
 // view of a copy points at the rewritten operands.
 func rewriteKernel(p *kir.Program, k *kir.Kernel) *kir.Kernel {
 	return rewriteWith(newRewriter(p, k), k)
-}
-
-// pinUnitLoops returns a copy of k in which every variable of a loop with a
-// single value is that constant, or nil when no index uses such a variable.
-// A variable of a unit loop used by both operands of a product otherwise
-// keeps the product from being seen as a matrix product: a convolution's
-// input gradient with one input channel reads that channel's variable in
-// the kernel operand and in its output.
-func pinUnitLoops(p *kir.Program, k *kir.Kernel) *kir.Kernel {
-	r := newRewriter(p, k)
-	used := map[int]bool{}
-	exprVars(k.Body, used)
-	if k.Epilogue != nil {
-		exprVars(k.Epilogue, used)
-	}
-	for _, c := range k.Where {
-		varsOf(c.X, used)
-	}
-	unit := false
-	for v := range used {
-		unit = unit || r.vars[v].Lo == r.vars[v].Hi
-	}
-	if !unit {
-		return nil
-	}
-	r.pin = true
-	return rewriteWith(r, k)
 }
 
 func rewriteWith(r *rewriter, k *kir.Kernel) *kir.Kernel {
@@ -103,10 +73,6 @@ func (r *rewriter) ix(x *kir.Ix) *kir.Ix {
 	}
 	y := x
 	switch x.Op {
-	case kir.IxVar:
-		if rg := r.vars[x.Var]; r.pin && rg.Lo == rg.Hi {
-			y = kir.IxOfConst(rg.Lo)
-		}
 	case kir.IxAdd:
 		a, b := r.ix(x.A), r.ix(x.B)
 		if a != x.A || b != x.B {

@@ -12,11 +12,11 @@ import (
 
 // TestUnitChannelConvolutions runs convolutions with one input or one output
 // channel, forward and both gradients, and compares them with kir.Interpret
-// (criterion in interp_test.go). The channel's unit loop is read by both
-// operands of such a product (the input gradient of a one-channel input
-// reads it in its output and in the kernel), which must not keep it off the
-// matrix-product executor: every kernel that sums a product must run as
-// one.
+// (criterion in interp_test.go). The channel's unit loop would be read by
+// both operands of such a product (the input gradient of a one-channel
+// input reads it in its output and in the kernel); package compile drops
+// it (squeeze.go), so it must not keep the kernel off the matrix-product
+// executor: every kernel that sums a product must run as one.
 func TestUnitChannelConvolutions(t *testing.T) {
 	cases := []struct {
 		x, k tile.Shape
