@@ -37,8 +37,9 @@ type Step interface {
 	// launches after merging), or -1 before the first Run or when the
 	// backend does not say.
 	Kernels() int
-	// CompileSeconds is the time spent building the step's graph and
-	// compiling it, known after the first Run.
+	// CompileSeconds is the time the device took to compile the step's
+	// graph (Device.Compile, not building the graph), known after the
+	// first Run.
 	CompileSeconds() float64
 	// Close releases the step's device resources.
 	Close() error

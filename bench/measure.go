@@ -49,8 +49,8 @@ type Result struct {
 	MSPerStep float64 `json:"ms_per_step"`
 	// Steps is the number of timed steps.
 	Steps int `json:"steps"`
-	// CompileSeconds is the time to build and compile the step (for
-	// PyTorch, which has no compile step, the first step's time).
+	// CompileSeconds is the time the device took to compile the step
+	// (for PyTorch, which has no compile step, the first step's time).
 	CompileSeconds float64 `json:"compile_seconds"`
 	// Kernels is the number of kernels of the compiled step, -1 when the
 	// backend does not say.

@@ -114,7 +114,9 @@ func (s *nnStep) Run() (float64, error) {
 func (s *nnStep) Params() int  { return s.params }
 func (s *nnStep) Kernels() int { return s.rec.kernels() }
 func (s *nnStep) CompileSeconds() float64 {
-	return s.m.Stats().CompileSeconds
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	return s.rec.seconds
 }
 func (s *nnStep) Close() error { return s.m.Close() }
 

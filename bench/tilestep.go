@@ -26,7 +26,6 @@ const (
 // data of its inputs.
 type tileModel struct {
 	g       *tile.Graph
-	start   time.Time
 	r       *rand.Rand
 	weights []*tile.Tensor
 	values  map[string][]float32 // initial values of weights and state
@@ -38,7 +37,7 @@ type tileModel struct {
 // newTileModel starts a step's graph; rebind says whether Run binds the
 // inputs every step (models) or once (fragments).
 func newTileModel(name string, c Config, rebind bool) *tileModel {
-	return &tileModel{g: tile.NewGraph(name), start: time.Now(), r: newRand(c.Seed, 2),
+	return &tileModel{g: tile.NewGraph(name), r: newRand(c.Seed, 2),
 		values: map[string][]float32{}, feeds: map[string]any{}, rebind: rebind}
 }
 
@@ -187,11 +186,12 @@ func (t *tileModel) finish(dev backend.Device, loss *tile.Tensor) (*tileStep, er
 	if err := g.Err(); err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	x, err := dev.Compile(g)
 	if err != nil {
 		return nil, err
 	}
-	s := &tileStep{t: t, x: x, compile: time.Since(t.start).Seconds(), kernels: kernelCount(x)}
+	s := &tileStep{t: t, x: x, compile: time.Since(start).Seconds(), kernels: kernelCount(x)}
 	for name, v := range t.values {
 		if err := x.WriteVariable(name, v); err != nil {
 			x.Close()
