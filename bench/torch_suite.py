@@ -310,8 +310,11 @@ def set_tf32(mode):
     TF32, matrix products not). Returns a description."""
     new_api = hasattr(torch.backends, "fp32_precision")
     if mode == "default":
-        # Nothing set, so reading the legacy flags is allowed.
-        conv, mm = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+        # Nothing was set, so the legacy flags may be read.
+        try:
+            conv, mm = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+        except RuntimeError:
+            return "tf32 default: PyTorch's own settings"
     elif new_api:
         p = "tf32" if mode == "on" else "ieee"
         torch.backends.cuda.matmul.fp32_precision = p
