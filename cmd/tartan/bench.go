@@ -72,7 +72,10 @@ type stepBench struct {
 // (several files: the median per entry) and prints Tartan ÷ peer per entry
 // and the geometric mean over the models; --from FILE[,FILE…] takes
 // Tartan's side from earlier --json reports instead of measuring, which is
-// how bench/run_suite.sh prints its table. Usage:
+// how bench/run_suite.sh prints its table. --repeat does not apply to the
+// suite, whose median is over each entry's timed steps. An entry that fails
+// (a compile error, a loss that is not finite) is reported in the table and
+// the exit status is 1 once the table and the report are written. Usage:
 //
 //	tartan bench --suite [--fragments] [--only NAME,…] [--device ID] [--threads N]
 //	             [--steps N] [--max-seconds S] [--warmup N] [--batch N] [--warm-cache]
