@@ -58,20 +58,31 @@ func ReadReport(path string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	return ParseReport(b, path)
+}
+
+// ParseReport decodes a report; name (a file name) prefixes its errors. It
+// needs a tool and at least one entry, every entry a name, and no negative
+// times or counts.
+func ParseReport(b []byte, name string) (Report, error) {
 	var rep Report
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&rep); err != nil {
-		return Report{}, fmt.Errorf("%s: not a suite report: %w", path, err)
+		return Report{}, fmt.Errorf("%s: not a suite report: %w", name, err)
+	}
+	if dec.More() {
+		return Report{}, fmt.Errorf("%s: not a suite report: more data after the report", name)
 	}
 	if rep.Tool == "" || len(rep.Entries) == 0 {
-		return Report{}, fmt.Errorf("%s: not a suite report: no tool or no entries", path)
+		return Report{}, fmt.Errorf("%s: not a suite report: no tool or no entries", name)
 	}
 	for i, r := range rep.Entries {
 		if r.Name == "" {
-			return Report{}, fmt.Errorf("%s: entry %d has no name", path, i)
+			return Report{}, fmt.Errorf("%s: entry %d has no name", name, i)
 		}
-		if r.MSPerStep < 0 || math.IsNaN(r.MSPerStep) {
-			return Report{}, fmt.Errorf("%s: entry %s has ms_per_step %v", path, r.Name, r.MSPerStep)
+		if r.MSPerStep < 0 || r.CompileSeconds < 0 || r.Steps < 0 || r.Batch < 0 || r.Params < 0 {
+			return Report{}, fmt.Errorf("%s: entry %s has a negative figure (ms_per_step %v, compile_seconds %v, steps %d, batch %d, params %d)",
+				name, r.Name, r.MSPerStep, r.CompileSeconds, r.Steps, r.Batch, r.Params)
 		}
 	}
 	return rep, nil

@@ -128,3 +128,26 @@ func TestWriteTable(t *testing.T) {
 		}
 	}
 }
+
+// TestRealReports reads the reports of a real run of both sides
+// (testdata, from run_suite.sh on a 2-core machine) and compares them:
+// every entry pairs up with the same parameter count and batch.
+func TestRealReports(t *testing.T) {
+	ours, err := ReadReport("testdata/tartan-cpu.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := ReadReport("testdata/torch-cpu.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, gm, n := Comparison(ours, peer)
+	if len(rows) != len(Entries()) || n != 6 || !(gm > 0) {
+		t.Fatalf("%d rows, geometric mean %v over %d models", len(rows), gm, n)
+	}
+	for _, r := range rows {
+		if r.Note != "" || r.Ratio <= 0 || r.OurParams != r.PeerParams {
+			t.Errorf("%+v", r)
+		}
+	}
+}
