@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/blas"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/cpu/gemm"
+	"github.com/tartanml/tartan/bench"
 	"github.com/tartanml/tartan/data"
 	"github.com/tartanml/tartan/grad"
 	"github.com/tartanml/tartan/nn"
@@ -52,13 +57,47 @@ type stepBench struct {
 // benchCommand measures the host's matrix product against gonum in the same
 // run, each convolution of the showcase CNN forward and backward on the
 // device, and the showcase's whole training step. Figures are medians.
+//
+// With --suite it runs the benchmark suite of package bench instead: one
+// training step (forward, loss, gradients, Adam update, compiled whole) of
+// each model family (mlp, cnn, resnet20, mobilenetv2, transformer, stem),
+// with --fragments the kernel fragments too (mbblock, stemblock, attention,
+// lstm, depthwise, embedding, bnrelu6), or the entries --only names. Each
+// entry compiles (against empty program caches unless --warm-cache), runs
+// --warmup untimed steps and then at most --steps timed ones, stopping once
+// they have taken --max-seconds (at least one is timed); it reports the
+// median ms/step, the compile seconds, the kernel count and the parameter
+// count, and --json writes the report. --threads sets the CPU threads
+// (GOMAXPROCS). --peer FILE[,FILE…] reads reports of bench/torch_suite.py
+// (several files: the median per entry) and prints Tartan ÷ peer per entry
+// and the geometric mean over the models; --from FILE[,FILE…] takes
+// Tartan's side from earlier --json reports instead of measuring, which is
+// how bench/run_suite.sh prints its table. --repeat does not apply to the
+// suite, whose median is over each entry's timed steps. An entry that fails
+// (a compile error, a loss that is not finite) is reported in the table and
+// the exit status is 1 once the table and the report are written. Usage:
+//
+//	tartan bench --suite [--fragments] [--only NAME,…] [--device ID] [--threads N]
+//	             [--steps N] [--max-seconds S] [--warmup N] [--batch N] [--warm-cache]
+//	             [--json FILE] [--peer FILE,…] [--from FILE,…]
 func benchCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tartan bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	devID := fs.String("device", "", "device id (default: as for fit)")
-	steps := fs.Int("steps", 100, "timed training steps (each of batch 64)")
+	steps := fs.Int("steps", 100, "timed training steps (each of batch 64); with --suite, at most this many per entry")
 	reps := fs.Int("repeat", 5, "repetitions of each timing; the median is reported")
 	jsonPath := fs.String("json", "", "also write the figures as JSON to this file")
+	var so suiteFlags
+	fs.BoolVar(&so.suite, "suite", false, "run the benchmark suite of model families instead")
+	fs.BoolVar(&so.fragments, "fragments", false, "with --suite: the kernel fragments too")
+	fs.StringVar(&so.only, "only", "", "with --suite: only these entries, comma-separated")
+	fs.StringVar(&so.peer, "peer", "", "with --suite: compare with these reports of bench/torch_suite.py, comma-separated")
+	fs.StringVar(&so.from, "from", "", "with --suite: Tartan's figures from these earlier --json reports instead of measuring")
+	fs.Float64Var(&so.maxSeconds, "max-seconds", 3, "with --suite: end an entry's timed steps after this many seconds")
+	fs.IntVar(&so.warmup, "warmup", 2, "with --suite: untimed steps before timing")
+	fs.IntVar(&so.threads, "threads", 0, "with --suite: CPU threads (GOMAXPROCS; default: all)")
+	fs.IntVar(&so.batch, "batch", 0, "with --suite: run every entry at this batch size (default: each entry's)")
+	fs.BoolVar(&so.warmCache, "warm-cache", false, "with --suite: keep the usual program caches (compile seconds then show cache loads)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -67,6 +106,20 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 || *steps < 1 || *reps < 1 {
 		return usageError("bench takes no arguments and positive --steps and --repeat")
+	}
+	if so.suite {
+		so.steps, so.device, so.json = *steps, *devID, *jsonPath
+		return suiteCommand(so, stdout, stderr)
+	}
+	var suiteOnly []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "fragments", "only", "peer", "from", "max-seconds", "warmup", "threads", "batch", "warm-cache":
+			suiteOnly = append(suiteOnly, "--"+f.Name)
+		}
+	})
+	if len(suiteOnly) > 0 {
+		return usageError("%s only apply with --suite", strings.Join(suiteOnly, ", "))
 	}
 	dev, _, err := openDevice(*devID, stderr)
 	if err != nil {
@@ -273,4 +326,161 @@ func benchStep(dev backend.Device, steps, reps int) (stepBench, error) {
 	return stepBench{Model: "fashion-cnn", BatchSize: batch, Steps: steps,
 		MSPerStep:      median(hist.EpochSeconds[1:]) / float64(steps) * 1e3,
 		CompileSeconds: m.Stats().CompileSeconds}, nil
+}
+
+// suiteFlags are the settings of tartan bench --suite.
+type suiteFlags struct {
+	suite, fragments, warmCache   bool
+	only, peer, from, device      string
+	json                          string
+	maxSeconds                    float64
+	warmup, threads, batch, steps int
+}
+
+// suiteCommand runs the benchmark suite, or reads Tartan's figures with
+// --from, prints the table and, with --peer, the comparison.
+func suiteCommand(so suiteFlags, stdout, stderr io.Writer) error {
+	if !(so.maxSeconds > 0) || so.warmup < 1 || so.threads < 0 || so.batch < 0 {
+		return usageError("--max-seconds must be above 0, --warmup positive, and --threads and --batch not negative")
+	}
+	var peer *bench.Report
+	if so.peer != "" {
+		p, err := bench.ReadReports(splitList(so.peer))
+		if err != nil {
+			return fmt.Errorf("--peer: %w", err)
+		}
+		peer = &p
+	}
+	var rep bench.Report
+	failed := 0
+	if so.from != "" {
+		if so.device != "" || so.threads != 0 || so.batch != 0 || so.warmCache || so.only != "" || so.fragments {
+			return usageError("--from reads Tartan's figures from files and measures nothing: --device, --threads, --batch, --warm-cache, --only and --fragments do not apply")
+		}
+		r, err := bench.ReadReports(splitList(so.from))
+		if err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+		rep = r
+	} else {
+		entries, err := bench.Select(splitList(so.only), so.fragments)
+		if err != nil {
+			return usageError("--only: %v", err)
+		}
+		if so.threads > 0 {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(so.threads))
+		}
+		cache := "warm"
+		if !so.warmCache {
+			cache = "cold"
+			restore, err := emptyCaches()
+			if err != nil {
+				return err
+			}
+			defer restore()
+		}
+		dev, _, err := openDevice(so.device, stderr)
+		if err != nil {
+			return err
+		}
+		defer dev.Close()
+		info := dev.Info()
+		rep = bench.Report{Tool: "tartan", Version: tartanVersion(), Device: info.ID, DeviceName: info.Name,
+			Threads: runtime.GOMAXPROCS(0), Precision: precisionOf(dev), Cache: cache,
+			MaxSteps: so.steps, MaxSeconds: so.maxSeconds}
+		fmt.Fprintf(stderr, "tartan bench --suite on %s (%s), %d threads, %s caches: %d entries, at most %d steps or %g s each after %d warm-up steps\n",
+			info.ID, info.Name, rep.Threads, cache, len(entries), so.steps, so.maxSeconds, so.warmup)
+		opts := bench.Options{Warmup: so.warmup, MaxSteps: so.steps, MaxSeconds: so.maxSeconds, Config: bench.Config{Batch: so.batch, Seed: 1}}
+		rep.Entries = bench.Run(dev, entries, opts, stderr)
+		for _, r := range rep.Entries {
+			if r.Error != "" {
+				failed++
+			}
+		}
+	}
+	bench.WriteTable(stdout, rep)
+	if peer != nil {
+		fmt.Fprintln(stdout)
+		bench.Compare(stdout, rep, *peer)
+	}
+	if so.json != "" {
+		if err := writeJSON(so.json, rep); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("bench --suite: %d of %d entries failed (see the table)", failed, len(rep.Entries))
+	}
+	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// emptyCaches points $XDG_CACHE_HOME, under which Tartan keeps compiled
+// programs and OpenCL binaries, at a new empty directory, so that compile
+// times are cold; restore removes it and restores the variable. Driver
+// caches outside Tartan (NVIDIA's, PoCL's) are governed by their own
+// variables, which bench/run_suite.sh sets.
+func emptyCaches() (restore func(), err error) {
+	dir, err := os.MkdirTemp("", "tartan-bench-cache-")
+	if err != nil {
+		return nil, fmt.Errorf("bench --suite: an empty cache directory: %w", err)
+	}
+	old, had := os.LookupEnv("XDG_CACHE_HOME")
+	os.Setenv("XDG_CACHE_HOME", dir)
+	return func() {
+		if had {
+			os.Setenv("XDG_CACHE_HOME", old)
+		} else {
+			os.Unsetenv("XDG_CACHE_HOME")
+		}
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// tartanVersion is the Go version and, when the binary records it, the
+// source revision it was built from.
+func tartanVersion() string {
+	v := runtime.Version()
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	var rev string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified {
+		rev += "+modified"
+	}
+	return v + " " + rev
+}
+
+// precisionOf says how the device computes float32 matrix products.
+func precisionOf(dev backend.Device) string {
+	if m, ok := dev.(interface{ Matmul() string }); ok {
+		return "float32, matmul " + m.Matmul()
+	}
+	return "float32"
 }
