@@ -104,8 +104,14 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if fs.NArg() > 0 || *steps < 1 || *reps < 1 {
-		return usageError("bench takes no arguments and positive --steps and --repeat")
+	if fs.NArg() > 0 || *steps < 1 || *reps < 1 || *steps > maxBenchSteps || *reps > maxBenchRepeat {
+		return usageError("bench takes no arguments, --steps from 1 to %d and --repeat from 1 to %d", maxBenchSteps, maxBenchRepeat)
+	}
+	if *jsonPath != "" {
+		// An unusable --json path is reported before minutes of measuring.
+		if _, err := checkOutputs(outputFlag{"json", *jsonPath}); err != nil {
+			return err
+		}
 	}
 	if so.suite {
 		so.steps, so.device, so.json = *steps, *devID, *jsonPath
@@ -166,6 +172,10 @@ func median(xs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// The bounds of bench's counts: far beyond any useful measurement, and
+// small enough that no count overflows or allocates without bound.
+const maxBenchSteps, maxBenchRepeat = 1_000_000, 1000
 
 // timeMedian runs f reps times after one warm-up and returns the median
 // seconds.

@@ -8,6 +8,7 @@
 //	tartan devices [--json]
 //	tartan setup [--device ID --yes]
 //	tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
+//	tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]
 //
 // fit trains a showcase model on Fashion-MNIST: it prints the model's
 // summary, a progress bar per epoch and the accuracy on the full test set.
@@ -159,6 +160,7 @@ func usage(w io.Writer) {
   tartan devices [--json]
   tartan setup [--device ID --yes]
   tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
+  tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]
 
 Run "tartan fit --help" for the options of fit.
 

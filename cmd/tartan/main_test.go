@@ -207,7 +207,7 @@ func TestBenchWritesEveryFigure(t *testing.T) {
 			t.Errorf("sgemm %d: %+v", s.N, s)
 		}
 	}
-	if code, _, errs := runCLI("bench", "--steps", "0"); code != 2 || !strings.Contains(errs, "positive --steps") {
+	if code, _, errs := runCLI("bench", "--steps", "0"); code != 2 || !strings.Contains(errs, "--steps from 1") {
 		t.Errorf("--steps 0: exit %d, %s", code, errs)
 	}
 }
@@ -840,10 +840,13 @@ func TestHostileFlags(t *testing.T) {
 		{name: "setup endless zeros", args: []string{"setup"}, stdin: endless{[]byte{0}}, code: exitNotSaved, want: "longer than"},
 		{name: "setup endless unclear save answers", args: []string{"setup", "--device", "cpu"}, stdin: endless{[]byte("maybe\n")}, code: exitNotSaved, want: "neither yes nor no"},
 		// bench (only what fails before measuring)
-		{name: "bench steps zero", args: []string{"bench", "--steps", "0"}, code: exitUsage, want: "positive --steps"},
-		{name: "bench steps negative", args: []string{"bench", "--steps", "-1"}, code: exitUsage, want: "positive --steps"},
+		{name: "bench steps zero", args: []string{"bench", "--steps", "0"}, code: exitUsage, want: "--steps from 1 to"},
+		{name: "bench steps negative", args: []string{"bench", "--steps", "-1"}, code: exitUsage, want: "--steps from 1 to"},
 		{name: "bench steps not a number", args: []string{"bench", "--steps", "x"}, code: exitUsage, want: `invalid value "x" for flag -steps`},
-		{name: "bench repeat zero", args: []string{"bench", "--repeat", "0"}, code: exitUsage, want: "positive --steps and --repeat"},
+		{name: "bench repeat zero", args: []string{"bench", "--repeat", "0"}, code: exitUsage, want: "--repeat from 1 to"},
+		{name: "bench repeat huge", args: []string{"bench", "--repeat", "9223372036854775807"}, code: exitUsage, want: "--repeat from 1 to 1000"},
+		{name: "bench steps huge", args: []string{"bench", "--steps", "9223372036854775807"}, code: exitUsage, want: "--steps from 1 to 1000000"},
+		{name: "bench json a directory", args: []string{"bench", "--json", "/tmp"}, code: exitUsage, want: "--json /tmp is a directory"},
 		{name: "bench unknown device", args: []string{"bench", "--device", "tpu"}, code: exitUsage, want: `unknown device "tpu"`},
 		{name: "bench arguments", args: []string{"bench", "extra"}, code: exitUsage, want: "bench takes no arguments"},
 		// the command itself
