@@ -13,8 +13,8 @@ type Agg uint8
 const (
 	AggInvalid Agg = iota
 	Sum
-	Max
-	Min
+	Max // a NaN contribution makes the result NaN
+	Min // likewise
 	Prod
 	Assign // exactly one contribution is expected; with several, the last in row-major index order wins
 )
