@@ -307,6 +307,23 @@ func TestWindowRejects(t *testing.T) {
 		// A routed maximum is not a window form.
 		{"route_max", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Max,
 			Reduce: []kir.Loop{loop("r", 0, 3)}, Where: []kir.Cond{{X: dv, Bound: 4}}, Body: route}},
+		// select(x > 0, x, 0) maps NaN to 0, which the window ReLU (NaN
+		// passes) does not.
+		{"relu_nan_to_zero", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Max,
+			Reduce: []kir.Loop{loop("r", 0, 1)},
+			Body: apply(tile.Select, f32, apply(tile.Gt, tile.Bool, b.load(x, at, v(1)), konst(f32, 0)),
+				b.load(x, at, v(1)), konst(f32, 0))}},
+		// A ReLU whose zero is -0.
+		{"relu_negative_zero", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Max,
+			Reduce: []kir.Loop{loop("r", 0, 1)},
+			Body: apply(tile.Select, f32, apply(tile.Le, tile.Bool, b.load(x, at, v(1)), konst(f32, 0)),
+				konst(f32, math.Copysign(0, -1)), b.load(x, at, v(1)))}},
+		// A first position where V ≠ O alone, without NaN meeting NaN.
+		{"first_plain_ne", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Min,
+			Reduce: []kir.Loop{loop("r", 0, 1)},
+			Where: []kir.Cond{{X: kir.IxOfValue(apply(tile.Ne, tile.Bool, b.load(x, at, v(1)),
+				b.fill(o, 0, v(0), v(1)))), Bound: 1}},
+			Body: b.load(pb, v(2))}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
