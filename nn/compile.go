@@ -3,7 +3,6 @@ package nn
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/tartanml/tartan/backend"
@@ -146,24 +145,32 @@ func (m *Model) Compile(opt Optimizer, loss Loss, opts ...CompileOption) error {
 // had a NaN or infinite element, whose update made weights non-finite.
 const nonFiniteVar = "train/nonfinite_step"
 
-// gradientWatch adds to a training step the update of nonFiniteVar: the
-// gradient is finite when the largest magnitude of all its elements is
-// (NaN propagates through the max). iter is the optimizer's step counter
+// gradientWatch adds to a training step the update of nonFiniteVar. Each
+// gradient element times 0 is ±0 when it is finite and NaN when it is NaN
+// or infinite, so the sum of them all is 0 exactly when the whole gradient
+// is finite (a sum rather than the largest magnitude: it is one plain,
+// vectorised pass over the gradients). iter is the optimizer's step counter
 // before this step.
 func gradientWatch(g *tile.Graph, iter *tile.Tensor, grads []*tile.Tensor) {
-	var peak *tile.Tensor
+	var total *tile.Tensor
 	for _, gr := range grads {
-		a := op.Max(g, g.Elementwise(tile.Abs, gr), nil, false)
-		if a.DType() != tile.Float32 {
-			a = g.Cast(a, tile.Float32)
+		if gr.Size() == 0 {
+			continue
 		}
-		if peak == nil {
-			peak = a
+		z := op.Sum(g, g.Mul(gr, g.ScalarLike(gr, 0)), nil, false)
+		if z.DType() != tile.Float32 {
+			z = g.Cast(z, tile.Float32)
+		}
+		if total == nil {
+			total = z
 		} else {
-			peak = g.Maximum(peak, a)
+			total = g.Add(total, z)
 		}
 	}
-	finite := g.Elementwise(tile.Lt, peak, g.Scalar(math.Inf(1), tile.Float32))
+	if total == nil {
+		return
+	}
+	finite := g.Elementwise(tile.Eq, total, g.Scalar(0, tile.Float32))
 	watch := g.Variable(nonFiniteVar, tile.Int64, tile.Shape{})
 	zero := g.Scalar(0, tile.Int64)
 	first := g.Elementwise(tile.And, g.Elementwise(tile.Not, finite), g.Elementwise(tile.Eq, watch, zero))
