@@ -29,9 +29,9 @@ import (
 // P (a window hanging over the padding) never enter the min. A NaN makes its
 // extremum NaN, and CombEq's equality counts two NaNs as equal, so a NaN
 // extremum's cotangent goes to the first NaN of its window. (PyTorch's
-// pooling kernels route it to a NaN too, the last one of the window rather
-// than the first; torch.argmax and NumPy's argmax pick the first, as
-// op.ArgMax does.) An output element with no point at all gets F = 0, which
+// max-pooling kernels route it to a NaN too, the last one of the window
+// rather than the first; NumPy's argmax picks the first, as op.ArgMax and
+// this rule do.) An output element with no point at all gets F = 0, which
 // no position equals: it sends back nothing. Positions are exact (see
 // positions).
 //
