@@ -2,6 +2,8 @@ package compile
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
@@ -30,7 +32,9 @@ import (
 // bounds becomes a Where condition, so the operand loads are in range
 // whenever the conditions hold. CombEq under a sum selects the third operand
 // or zero; under other aggregations the equality is a Where condition, since
-// unequal points must contribute nothing at all.
+// unequal points must contribute nothing at all. Its equality counts two
+// NaNs as equal, unless an operand cannot be NaN (an integer, or a constant
+// without NaN), where plain == says the same.
 func lowerContraction(n *node, c *tile.ContractionOp) (*nest, error) {
 	ns := &nest{shape: n.shape, dtype: n.dtype, agg: tile.Assign}
 	argShapes := make([]tile.Shape, len(n.args))
@@ -121,16 +125,18 @@ func lowerContraction(n *node, c *tile.ContractionOp) (*nest, error) {
 	case tile.CombAdd:
 		ns.body = apply(tile.Add, n.dtype, loads[0], loads[1])
 	case tile.CombEq:
+		// Two NaNs compare equal (see tile.CombEq); when either operand
+		// cannot be NaN, that is plain equality.
+		plain := !mayBeNaN(n.args[0]) || !mayBeNaN(n.args[1])
 		// Under a sum, or with a single point per output element, an
 		// unequal point contributing zero is the same as not contributing.
 		if c.Agg == tile.Sum || len(ns.reduce) == 0 {
-			eq := apply(tile.Eq, tile.Bool, loads[0], loads[1])
-			ns.body = apply(tile.Select, n.dtype, eq, loads[2], constExpr(n.dtype, 0))
+			ns.body = apply(tile.Select, n.dtype, sameValue(loads[0], loads[1], plain), loads[2], constExpr(n.dtype, 0))
 		} else {
 			// Loads inside a condition must never fault: make them Fill.
 			a, b := *loads[0], *loads[1]
 			a.OOB, b.OOB = kir.Fill, kir.Fill
-			ne := apply(tile.Ne, tile.Bool, &a, &b)
+			ne := differentValue(&a, &b, plain)
 			conds = append(conds, kir.Cond{X: kir.IxOfValue(ne), Bound: 1})
 			ns.body = loads[2]
 		}
@@ -139,6 +145,37 @@ func lowerContraction(n *node, c *tile.ContractionOp) (*nest, error) {
 	}
 	ns.where = conds
 	return ns, nil
+}
+
+// mayBeNaN reports whether node n can hold a NaN: it is of a floating-point
+// dtype and not a constant free of NaN.
+func mayBeNaN(n *node) bool {
+	if !n.dtype.IsFloat() {
+		return false
+	}
+	c, ok := n.op.(*tile.ConstantOp)
+	return !ok || slices.ContainsFunc(c.Value.Data, math.IsNaN)
+}
+
+// sameValue is CombEq's equality of a and b: a == b, or both NaN, which is
+// a == b alone when plain.
+func sameValue(a, b *kir.Expr, plain bool) *kir.Expr {
+	eq := apply(tile.Eq, tile.Bool, a, b)
+	if plain {
+		return eq
+	}
+	return apply(tile.Or, tile.Bool, eq,
+		apply(tile.And, tile.Bool, apply(tile.Ne, tile.Bool, a, a), apply(tile.Ne, tile.Bool, b, b)))
+}
+
+// differentValue is the negation of sameValue: a ≠ b and not both NaN.
+func differentValue(a, b *kir.Expr, plain bool) *kir.Expr {
+	ne := apply(tile.Ne, tile.Bool, a, b)
+	if plain {
+		return ne
+	}
+	return apply(tile.And, tile.Bool, ne,
+		apply(tile.Or, tile.Bool, apply(tile.Eq, tile.Bool, a, a), apply(tile.Eq, tile.Bool, b, b)))
 }
 
 type division struct {

@@ -35,7 +35,8 @@ import (
 //     in row-major window order wins. With Pos numbering the reduction
 //     indices' box from 1, two contractions do it:
 //     F[out] = <(I[a] == O[out] ? Pos[r]) finds the first position attaining
-//     O, and dI[a] += (Pos[r] == F[out]) ? dO[out] (see extremeRule).
+//     O, and dI[a] += (Pos[r] == F[out]) ? dO[out] (see extremeRule). A NaN
+//     makes the extremum NaN, and its cotangent goes to the first NaN.
 //     Max and Min over a combination of several operands have no rule and are
 //     reported as errors.
 //   - Prod (CombNone, CombMul, CombEq): dA = (1/A) ⊙ S with S[a] += dO[out]·O[out]

@@ -300,12 +300,40 @@ func TestExtremeTies(t *testing.T) {
 			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
 				return g.Contract(tile.Max, tile.CombNone, tile.Shape{2}, []tile.Affine{i}, []tile.Operand{op(a, i)}, lt(k, 3))
 			}, []float64{10, 20}},
-		// A NaN extremum (NaN propagates) sends nothing back; the other
-		// window's tie goes to its first cell.
+		// A NaN extremum (NaN propagates) sends its cotangent to the NaN;
+		// the other window's tie goes to its first cell.
 		{"nan", value(t, tile.Float64, tile.Shape{2, 2}, 1, nan, 3, 3),
 			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
 				return g.Contract(tile.Max, tile.CombNone, tile.Shape{2}, []tile.Affine{i}, []tile.Operand{op(a, i, j)})
-			}, []float64{0, 0, 20, 0}},
+			}, []float64{0, 10, 20, 0}},
+		// Several NaNs in a window: the first, in row-major window order,
+		// gets it, for max and min alike. Windows of the 2×2 max pool: the
+		// top-left holds NaNs at (0, 1) and (1, 0), the top-right one at
+		// (1, 3) after a larger value, the bottom-left none, the
+		// bottom-right NaNs only.
+		{"nan_maxpool_2x2", value(t, tile.Float64, tile.Shape{4, 4},
+			1, nan, 0, 9,
+			nan, 2, 3, nan,
+			0, 4, nan, nan,
+			4, 1, nan, nan),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{2, 2}, []tile.Affine{y, x},
+					[]tile.Operand{op(a, y.Times(2).Plus(i), x.Times(2).Plus(j))}, lt(i, 2), lt(j, 2))
+			}, []float64{
+				0, 10, 0, 0,
+				0, 0, 0, 20,
+				0, 30, 40, 0,
+				0, 0, 0, 0}},
+		{"nan_min_rows", value(t, tile.Float64, tile.Shape{2, 3}, -5, nan, nan, 2, -1, -1),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Min, tile.CombNone, tile.Shape{2}, []tile.Affine{i}, []tile.Operand{op(a, i, j)})
+			}, []float64{0, 10, 0, 0, 20, 0}},
+		// One point per output element (no ordering index): the NaN gets
+		// its cotangent too.
+		{"nan_single_point", value(t, tile.Float64, tile.Shape{3}, nan, 2, -1),
+			func(g *tile.Graph, a *tile.Tensor) *tile.Tensor {
+				return g.Contract(tile.Max, tile.CombNone, tile.Shape{3}, []tile.Affine{i}, []tile.Operand{op(a, i)})
+			}, []float64{10, 20, 30}},
 		// A box of 70×70 = 4900 points, numbered with Iota nodes rather than
 		// a constant: row 1 ties at (3, 5), (5, 3) and (69, 69), and (3, 5)
 		// comes first.

@@ -19,10 +19,11 @@ import (
 //   - Abs has derivative sign(a), so 0 at a = 0.
 //   - Sign, Floor and Ceil have derivative 0 (their derivative is zero wherever
 //     it exists); the walk does not propagate through them at all.
-//   - Maximum sends the cotangent to a where a ≥ b and to b elsewhere; Minimum
-//     to a where a ≤ b and to b elsewhere. Ties therefore go to the first
-//     operand, and so does nothing when an operand is NaN and the comparison
-//     fails (the cotangent goes to b).
+//   - Maximum sends the cotangent to a where a ≥ b or a is NaN, and to b
+//     elsewhere; Minimum to a where a ≤ b or a is NaN, and to b elsewhere.
+//     Ties therefore go to the first operand, and a NaN result's cotangent
+//     goes to the operand it came from (a when both are NaN), so that a NaN
+//     is never cut off from its gradient.
 //   - Pow's derivative with respect to the exponent, log(a) · a^b, is taken as
 //     0 where a ≤ 0: there a^b is either constant in b (a = 0, b > 0) or defined
 //     only at integer b.
@@ -124,7 +125,8 @@ func elementwiseRule(g *tile.Graph, t *tile.Tensor, f tile.Fn, dy *tile.Tensor, 
 		if f == tile.Minimum {
 			cmp = tile.Le
 		}
-		first := g.Elementwise(cmp, a, b)
+		// a ≥ b (or ≤) or a is NaN: where the result is a's value.
+		first := g.Elementwise(tile.Or, g.Elementwise(cmp, a, b), g.Elementwise(tile.Ne, a, a))
 		if want[0] {
 			out[0] = g.Select(first, dy, c(0))
 		}

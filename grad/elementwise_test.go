@@ -1,6 +1,7 @@
 package grad
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -98,6 +99,7 @@ func TestElementwiseFiniteDifferences(t *testing.T) {
 // TestElementwiseHandWorked checks derivatives at points worked out by hand,
 // including the documented conventions at kinks and ties.
 func TestElementwiseHandWorked(t *testing.T) {
+	nan := math.NaN()
 	cases := []struct {
 		name  string
 		f     tile.Fn
@@ -109,6 +111,10 @@ func TestElementwiseHandWorked(t *testing.T) {
 		{"abs_at_zero", tile.Abs, []float64{-2, 0, 3}, nil, []float64{-1, 0, 1}, nil, 1},
 		{"max_tie_to_first", tile.Maximum, []float64{1, 2, 3}, []float64{1, 5, 0}, []float64{1, 0, 1}, []float64{0, 1, 0}, 2},
 		{"min_tie_to_first", tile.Minimum, []float64{1, 2, 3}, []float64{1, 5, 0}, []float64{1, 1, 0}, []float64{0, 0, 1}, 2},
+		// A NaN result's cotangent goes to the NaN operand, to a when both
+		// are NaN.
+		{"max_nan_to_nan", tile.Maximum, []float64{nan, 1, nan, 4}, []float64{3, nan, nan, 2}, []float64{1, 0, 1, 1}, []float64{0, 1, 0, 0}, 2},
+		{"min_nan_to_nan", tile.Minimum, []float64{nan, 1, nan, 4}, []float64{3, nan, nan, 2}, []float64{1, 0, 1, 0}, []float64{0, 1, 0, 1}, 2},
 		// d/db a^b = log(a)·a^b, taken as 0 at a ≤ 0; d/da = b·a^(b-1).
 		{"pow", tile.Pow, []float64{2, 0, 4}, []float64{3, 2, 0.5}, []float64{12, 0, 0.25}, []float64{8 * 0.6931471805599453, 0, 2 * 1.3862943611198906}, 2},
 		{"floor", tile.Floor, []float64{0.5, -1.5, 2}, nil, []float64{0, 0, 0}, nil, 1},

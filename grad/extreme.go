@@ -26,13 +26,18 @@ import (
 //
 // The outputs are read only at O's access and I is written only at its own,
 // so both accesses stay in bounds as in the original, and box points outside
-// P (a window hanging over the padding) never enter the min. An output
-// element that no point attains, because its extremum is NaN or because it
-// has no point at all, gets F = 0, which no position equals: it sends back
-// nothing, as the equality I == O would. Positions are exact (see positions).
+// P (a window hanging over the padding) never enter the min. A NaN makes its
+// extremum NaN, and CombEq's equality counts two NaNs as equal, so a NaN
+// extremum's cotangent goes to the first NaN of its window. (PyTorch's
+// max-pooling kernels route it to a NaN too, the last one of the window
+// rather than the first; NumPy's argmax picks the first, as op.ArgMax and
+// this rule do.) An output element with no point at all gets F = 0, which
+// no position equals: it sends back nothing. Positions are exact (see
+// positions).
 //
 // With no ordering index every output element has at most one point, and the
-// single contraction dI[a] = +(I[a] == O[out] ? dO[out]) is exact. extremeRule
+// single contraction dI[a] = +(I[a] == O[out] ? dO[out]) is exact, a NaN
+// included. extremeRule
 // returns nil, a zero derivative, when the index space is empty.
 func extremeRule(g *tile.Graph, t *tile.Tensor, op *tile.ContractionOp, dy *tile.Tensor) (*tile.Tensor, error) {
 	x := t.Args()[0]

@@ -28,8 +28,9 @@
 // with each rule: a max or min contraction sends each output element's
 // cotangent to the first point attaining the extremum, in the lexicographic
 // order of its reduction indices (row-major window order for a pool, as in
-// TensorFlow and PyTorch), and nothing to the other tied inputs; Maximum and
-// Minimum send it to the first operand on ties; Abs has derivative 0 at 0;
+// TensorFlow and PyTorch), and nothing to the other tied inputs, a NaN
+// extremum's to its first NaN; Maximum and Minimum send it to the first
+// operand on ties and to the NaN operand of a NaN; Abs has derivative 0 at 0;
 // Pow's derivative in the exponent is 0 where the base is not positive; Sign,
 // Floor and Ceil have derivative 0. Product contractions
 // divide by their operands, so operands containing zeros give non-finite

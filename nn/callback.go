@@ -354,10 +354,12 @@ type modelCheckpoint struct {
 // monitored value (Monitor, "val_loss" by default; Mode) improves. The path
 // may hold "{epoch}" or "{epoch:02d}", replaced by the 1-based epoch.
 //
-// It never saves a model whose loss is not finite, so that after
-// TerminateOnNaN the last good checkpoint survives, and every file is
-// written to a temporary name and renamed, so a crash mid-write leaves the
-// previous one intact.
+// It never saves a model whose loss is not finite, nor one that a step with
+// a non-finite gradient updated during the epoch (its weights are no longer
+// finite), so that after TerminateOnNaN the last good checkpoint survives,
+// whatever the order of the callbacks; and every file is written to a
+// temporary name and renamed, so a crash mid-write leaves the previous one
+// intact.
 func ModelCheckpoint(path string, opts ...CallbackOption) Callback {
 	s, err := newCallbackSettings("ModelCheckpoint", []string{"monitor", "mode", "save_best_only", "save_weights_only"}, opts)
 	if err == nil {
@@ -380,6 +382,10 @@ func (c *modelCheckpoint) OnEpochEnd(m *Model, epoch int, logs Logs) error {
 			m.warnf("ModelCheckpoint: %s is %v at epoch %d; not saving, the last checkpoint stays", k, v, epoch+1)
 			return nil
 		}
+	}
+	if step := m.st.nonFinite; step != 0 {
+		m.warnf("ModelCheckpoint: the gradient of step %d (epoch %d) was not finite; not saving, the last checkpoint stays", step, epoch+1)
+		return nil
 	}
 	if c.bestOnly {
 		current, ok := logs[c.watch.monitor]
@@ -531,15 +537,44 @@ func (c *csvLogger) OnTrainEnd(m *Model, logs Logs) error {
 	return nil
 }
 
-// terminateOnNaN is Keras's TerminateOnNaN.
-type terminateOnNaN struct{ BaseCallback }
+// terminateOnNaN is Keras's TerminateOnNaN, watching the gradient too.
+type terminateOnNaN struct {
+	BaseCallback
+	start int64 // the optimizer's step count at the epoch's start
+}
 
 // TerminateOnNaN returns a callback that stops training as soon as the
-// running loss is NaN or infinite. Fit checks it whenever it reads the
-// running metrics (a few times a second) and at every epoch's end.
+// running loss is NaN or infinite, or a step's gradient has a NaN or
+// infinite element (which makes the weights it updates non-finite, though
+// the loss may still look finite). Fit checks it whenever it reads the
+// running metrics (a few times a second) and at every epoch's end; the stop
+// reason names the step and the batch of the first bad gradient.
 func TerminateOnNaN() Callback { return &terminateOnNaN{} }
 
+func (c *terminateOnNaN) OnEpochBegin(m *Model, epoch int) error {
+	it, err := m.Iterations()
+	c.start = it
+	return err
+}
+
+// gradient stops training when the epoch had a step with a non-finite
+// gradient, and reports whether it did.
+func (c *terminateOnNaN) gradient(m *Model, epoch int) bool {
+	step := m.st.nonFinite
+	if step == 0 {
+		return false
+	}
+	batch := step - c.start
+	m.warnf("Batch %d: Invalid gradient (not finite), terminating training", batch)
+	m.stopWith(fmt.Sprintf("the gradient became non-finite (NaN or infinite) at step %d (epoch %d, batch %d); the weights that step updated are no longer finite",
+		step, epoch+1, batch))
+	return true
+}
+
 func (c *terminateOnNaN) OnProgress(m *Model, epoch, batch int, logs Logs) error {
+	if m.stop || c.gradient(m, epoch) {
+		return nil
+	}
 	if v, ok := logs["loss"]; ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
 		m.warnf("Batch %d: Invalid loss, terminating training", batch)
 		m.stopWith(fmt.Sprintf("the loss became %v in epoch %d (by batch %d)", v, epoch+1, batch))
@@ -548,7 +583,10 @@ func (c *terminateOnNaN) OnProgress(m *Model, epoch, batch int, logs Logs) error
 }
 
 func (c *terminateOnNaN) OnEpochEnd(m *Model, epoch int, logs Logs) error {
-	if v, ok := logs["loss"]; ok && (math.IsNaN(v) || math.IsInf(v, 0)) && !m.stop {
+	if m.stop || c.gradient(m, epoch) {
+		return nil
+	}
+	if v, ok := logs["loss"]; ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
 		m.warnf("Epoch %d: Invalid loss, terminating training", epoch+1)
 		m.stopWith(fmt.Sprintf("the loss became %v in epoch %d", v, epoch+1))
 	}

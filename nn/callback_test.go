@@ -7,11 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/cpu"
 )
 
 // TestTerminateOnNaN makes the loss blow up in the second epoch (a huge
-// learning rate from the scheduler): training must stop there, and the
-// checkpoint of epoch 1 must survive and load.
+// learning rate from the scheduler): training must stop there, on the loss
+// or on the gradient that goes non-finite first, and the checkpoint of
+// epoch 1 must survive and load.
 func TestTerminateOnNaN(t *testing.T) {
 	x, y := classification(48, 4)
 	m := must(t)(Sequential("clf", Input(4), Dense(8, Activation("relu")), Dense(3, Activation("softmax"))))
@@ -30,7 +34,8 @@ func TestTerminateOnNaN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Epochs) != 2 || !strings.Contains(h.StopReason, "loss became") {
+	if len(h.Epochs) != 2 || !strings.Contains(h.StopReason, "loss became") && !strings.Contains(h.StopReason, "gradient became non-finite") ||
+		!strings.Contains(h.StopReason, "epoch 2") {
 		t.Fatalf("epochs %v, stop reason %q; want a stop in epoch 2", h.Epochs, h.StopReason)
 	}
 	if l := h.Metrics["loss"][1]; !math.IsNaN(l) && !math.IsInf(l, 0) {
@@ -57,6 +62,97 @@ func TestTerminateOnNaN(t *testing.T) {
 	}
 	if it, _ := m2.Iterations(); it != 12 {
 		t.Errorf("checkpoint step %d, want 12", it)
+	}
+}
+
+// nanDevices are the devices the NaN regressions run on: the reference and
+// the CPU backend.
+func nanDevices() map[string]func() backend.Device {
+	return map[string]func() backend.Device{"reference": testDevice, "cpu": func() backend.Device { return cpu.New(cpu.Cache(false)) }}
+}
+
+// TestTerminateOnNaNInput is the reproduction of a NaN hidden by ReLU: one
+// NaN among 5,120 input values (256 samples of 20 features, the NaN in the
+// second batch). ReLU used to map it to 0, so the loss stayed finite while
+// the gradient poisoned dense/kernel and the model collapsed silently. Now
+// the NaN reaches the loss and the gradient: TerminateOnNaN must stop in the
+// first epoch naming the step, and ModelCheckpoint must save nothing.
+func TestTerminateOnNaNInput(t *testing.T) {
+	for name, dev := range nanDevices() {
+		t.Run(name, func(t *testing.T) {
+			x, y := classification(256, 5)
+			wide := make([]float32, 0, 256*20)
+			for i := range 256 {
+				for j := range 20 {
+					wide = append(wide, x[i*4+j%4]*float32(1+j/4))
+				}
+			}
+			wide[37*20+5] = float32(math.NaN())
+			d := dev()
+			defer d.Close()
+			m := must(t)(Sequential("clf", Input(20), Dense(32, Activation("relu")), Dense(10, Activation("softmax"))))
+			if err := m.Compile(Adam(1e-3), SparseCategoricalCrossentropy(), Metrics("accuracy"), OnDevice(d)); err != nil {
+				t.Fatal(err)
+			}
+			ck := filepath.Join(t.TempDir(), "ck.safetensors")
+			h, err := m.Fit(samples(t, wide, []int{20}, y, nil), BatchSize(32), Epochs(3), Shuffle(false),
+				Callbacks(TerminateOnNaN(), ModelCheckpoint(ck)), quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "gradient became non-finite (NaN or infinite) at step 2 (epoch 1, batch 2)"; !strings.Contains(h.StopReason, want) {
+				t.Errorf("stop reason %q, want one saying %q", h.StopReason, want)
+			}
+			if len(h.Epochs) != 1 || !math.IsNaN(h.Metrics["loss"][0]) {
+				t.Errorf("epochs %v, losses %v: want one epoch, its loss NaN", h.Epochs, h.Metrics["loss"])
+			}
+			if _, err := os.Stat(ck); !os.IsNotExist(err) {
+				t.Errorf("a checkpoint was written after the NaN step (stat: %v)", err)
+			}
+		})
+	}
+}
+
+// TestTerminateOnNaNGradientOnly makes a step's gradient infinite while
+// its loss stays finite: inputs of 1e21 and a kernel of 0.005 give
+// predictions of 5e18, a squared error of 2.5e37, but a kernel gradient of
+// 1e40, which overflows float32. The update makes the kernel infinite. The
+// epoch, one batch, ends with a finite loss: TerminateOnNaN must stop on
+// the gradient there, and ModelCheckpoint must not save the poisoned
+// weights.
+func TestTerminateOnNaNGradientOnly(t *testing.T) {
+	for name, dev := range nanDevices() {
+		t.Run(name, func(t *testing.T) {
+			d := dev()
+			defer d.Close()
+			m := must(t)(Sequential("reg", Input(1), Dense(1)))
+			if err := m.Compile(SGD(0.1), MeanSquaredError(), OnDevice(d)); err != nil {
+				t.Fatal(err)
+			}
+			setWeight(t, m, "dense/kernel", []int{1, 1}, 0.005)
+			setWeight(t, m, "dense/bias", []int{1}, 0)
+			ck := filepath.Join(t.TempDir(), "ck.safetensors")
+			var log strings.Builder
+			h, err := m.Fit(samples(t, []float32{1e21, 1e21, 1e21, 1e21}, []int{1}, []float32{0, 0, 0, 0}, []int{1}),
+				BatchSize(4), Epochs(3), Callbacks(TerminateOnNaN(), ModelCheckpoint(ck)), Progress(&log), Verbose(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := h.Metrics["loss"]; len(l) != 1 || !(l[0] > 1e37 && l[0] < 1e38) {
+				t.Fatalf("losses %v, want one finite loss of 2.5e37", l)
+			}
+			if want := "gradient became non-finite (NaN or infinite) at step 1 (epoch 1, batch 1)"; !strings.Contains(h.StopReason, want) {
+				t.Errorf("stop reason %q, want one saying %q", h.StopReason, want)
+			}
+			for _, want := range []string{"Step 1: the gradient is not finite", "Invalid gradient", "ModelCheckpoint: the gradient of step 1 (epoch 1) was not finite"} {
+				if !strings.Contains(log.String(), want) {
+					t.Errorf("output %q does not say %q", log.String(), want)
+				}
+			}
+			if _, err := os.Stat(ck); !os.IsNotExist(err) {
+				t.Errorf("a checkpoint was written after the non-finite step (stat: %v)", err)
+			}
+		})
 	}
 }
 

@@ -25,6 +25,10 @@ type store struct {
 	vars  map[string]*hostVar
 	clock int
 	times hostTimes // where Fit's host time goes, under TARTAN_DEBUG=timing
+	// nonFinite is the gradient's watch (nonFiniteVar) as last read with
+	// the training metrics: the first step of the epoch whose gradient was
+	// not finite, or 0.
+	nonFinite int64
 }
 
 // hostVar is one variable: its host copy and where its latest version is.
@@ -173,6 +177,23 @@ func (s *store) readScalars(names []string) ([]float64, error) {
 		out[i] = float64(buf[0])
 	}
 	return out, nil
+}
+
+// readI64Scalar reads the current value of an int64 scalar variable
+// straight from wherever it is, as readScalars does.
+func (s *store) readI64Scalar(name string) (int64, error) {
+	v := s.vars[name]
+	if v == nil || v.dtype != tile.Int64 || v.shape.Size() != 1 {
+		return 0, fmt.Errorf("nn: internal: %q is not a scalar i64 variable", name)
+	}
+	if v.hostVersion == v.version {
+		return v.i64[0], nil
+	}
+	buf := make([]int64, 1)
+	if err := v.holder.exe.ReadVariable(name, buf); err != nil {
+		return 0, fmt.Errorf("nn: reading %q from the device: %w", name, err)
+	}
+	return buf[0], nil
 }
 
 // prepare brings every variable p reads up to date in p.

@@ -6,22 +6,27 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// The activations are elementwise. Piecewise ones are built with Select on
-// x > 0, so that the gradient at 0 is the left piece's, as in Keras and
-// PyTorch, and so that the unused piece never receives a gradient.
+// The activations are elementwise. Piecewise ones are built with Select,
+// so that the gradient at 0 is the left piece's, as in Keras and PyTorch,
+// and so that the unused piece never receives a gradient. A NaN propagates
+// through every activation, as in PyTorch and TensorFlow: each select's
+// condition is false for NaN exactly where the piece it then takes carries
+// the NaN on.
 
-// ReLU returns max(x, 0).
+// ReLU returns max(x, 0), and NaN for NaN. It is select(x ≤ 0, 0, x): the
+// gradient is 0 where x ≤ 0 and passes elsewhere, NaN included, as
+// PyTorch's threshold_backward does.
 func ReLU(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
 	const op = "relu"
 	if !checkFloat(g, op, in("x", x)) {
 		return invalid(g, op)
 	}
 	zero := scalar(g, x, 0)
-	return g.Select(g.Elementwise(tile.Gt, x, zero), x, zero)
+	return g.Select(g.Elementwise(tile.Le, x, zero), zero, x)
 }
 
-// LeakyReLU returns x where x > 0 and alpha·x elsewhere. Keras's LeakyReLU
-// layer uses alpha = 0.3 by default.
+// LeakyReLU returns x where x > 0 and alpha·x elsewhere (NaN for NaN).
+// Keras's LeakyReLU layer uses alpha = 0.3 by default.
 func LeakyReLU(g *tile.Graph, x *tile.Tensor, alpha float64) *tile.Tensor {
 	const op = "leaky_relu"
 	if !checkFloat(g, op, in("x", x)) {
@@ -30,8 +35,9 @@ func LeakyReLU(g *tile.Graph, x *tile.Tensor, alpha float64) *tile.Tensor {
 	return g.Select(g.Elementwise(tile.Gt, x, scalar(g, x, 0)), x, g.Mul(x, scalar(g, x, alpha)))
 }
 
-// ELU returns x where x > 0 and alpha·(eˣ − 1) elsewhere. The exponential is
-// taken of min(x, 0), so large positive inputs cannot overflow it.
+// ELU returns x where x > 0 and alpha·(eˣ − 1) elsewhere (NaN for NaN). The
+// exponential is taken of min(x, 0), so large positive inputs cannot
+// overflow it.
 func ELU(g *tile.Graph, x *tile.Tensor, alpha float64) *tile.Tensor {
 	const op = "elu"
 	if !checkFloat(g, op, in("x", x)) {

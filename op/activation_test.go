@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/tartanml/tartan/ref"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -39,4 +40,39 @@ func TestActivationForward(t *testing.T) {
 		// e^±1000 overflow a naive formula; the true values round to 0 and 1000.
 		{"softplus_large", unary(Softplus), []*tile.Value{big}, tile.Shape{2}, []float64{0, 1000}},
 	})
+}
+
+// TestActivationNaN checks that NaN propagates through every activation, as
+// in PyTorch and TensorFlow, and that the infinities take their limits.
+func TestActivationNaN(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	x := f64(tile.Shape{4}, nan, inf, -inf, -0.0)
+	unary := func(f func(*tile.Graph, *tile.Tensor) *tile.Tensor) builder {
+		return func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor { return f(g, x[0]) }
+	}
+	runForward(t, []fwdCase{
+		{"relu", unary(ReLU), []*tile.Value{x}, tile.Shape{4}, []float64{nan, inf, 0, 0}},
+		{"leaky_relu", func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor { return LeakyReLU(g, x[0], 0.3) },
+			[]*tile.Value{x}, tile.Shape{4}, []float64{nan, inf, -inf, 0}},
+		{"elu", func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor { return ELU(g, x[0], 1) },
+			[]*tile.Value{x}, tile.Shape{4}, []float64{nan, inf, -1, 0}},
+		{"gelu", func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor { return GELU(g, x[0], false) },
+			[]*tile.Value{f64(tile.Shape{1}, nan)}, tile.Shape{1}, []float64{nan}},
+		{"sigmoid", unary(Sigmoid), []*tile.Value{x}, tile.Shape{4}, []float64{nan, 1, 0, 0.5}},
+		{"tanh", unary(Tanh), []*tile.Value{x}, tile.Shape{4}, []float64{nan, 1, -1, 0}},
+		{"softplus", unary(Softplus), []*tile.Value{f64(tile.Shape{2}, nan, -inf)}, tile.Shape{2}, []float64{nan, 0}},
+	})
+	// ReLU gives +0, never -0, for x ≤ 0.
+	g := tile.NewGraph("relu_zero")
+	xs, feeds := inputs(g, []*tile.Value{f64(tile.Shape{2}, -0.0, -3)})
+	g.SetOutput("y", ReLU(g, xs[0]))
+	out, err := ref.Run(g, feeds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range out["y"].Data {
+		if v != 0 || math.Signbit(v) {
+			t.Errorf("relu element %d = %v, want +0", i, v)
+		}
+	}
 }

@@ -11,6 +11,10 @@ import (
 // independent masks under one seed): element p is kept when its uniform draw
 // u ∈ [0, 1) satisfies u ≥ rate. rate must lie in [0, 1); a rate of 0
 // returns x. Inference needs no op: dropout is then the identity.
+//
+// The mask is multiplied in, x · select(keep, 1/(1 − rate), 0), as PyTorch
+// and TensorFlow do, so a NaN or infinite element dropped still gives NaN:
+// a non-finite value is never hidden.
 func Dropout(g *tile.Graph, x *tile.Tensor, rate float64, seed *tile.Tensor, stream uint64) *tile.Tensor {
 	const op = "dropout"
 	if !check(g, op, in("x", x), in("seed", seed)) || !checkFloat(g, op, in("x", x)) {
@@ -27,5 +31,5 @@ func Dropout(g *tile.Graph, x *tile.Tensor, rate float64, seed *tile.Tensor, str
 	}
 	u := g.Random(seed, x.DType(), x.Shape(), stream)
 	keep := g.Elementwise(tile.Ge, u, scalar(g, x, rate))
-	return g.Select(keep, g.Mul(x, scalar(g, x, 1/(1-rate))), scalar(g, x, 0))
+	return g.Mul(x, g.Select(keep, scalar(g, x, 1/(1-rate)), scalar(g, x, 0)))
 }

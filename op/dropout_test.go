@@ -51,6 +51,40 @@ func TestDropout(t *testing.T) {
 	}
 }
 
+// TestDropoutNaN checks that dropout hides no non-finite value, as in
+// PyTorch: a dropped NaN or infinity is NaN (x · 0), a kept one stays.
+func TestDropoutNaN(t *testing.T) {
+	const n, rate, seed, stream = 200, 0.5, 9, 2
+	g := tile.NewGraph("dropout_nan")
+	x := g.Input("x", tile.Float64, tile.Shape{n})
+	s := g.Input("seed", tile.Int64, tile.Shape{})
+	g.SetOutput("y", Dropout(g, x, rate, s, stream))
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 3}[i%4]
+	}
+	out, err := ref.Run(g, map[string]*tile.Value{"x": f64(tile.Shape{n}, xs...), "seed": i64(tile.Shape{}, seed)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := 0
+	for p, y := range out["y"].Data {
+		keep := tile.UniformAt(seed, stream, p) >= rate
+		want := xs[p] * 0
+		if keep {
+			want = xs[p] / (1 - rate)
+		} else {
+			dropped++
+		}
+		if !(y == want || math.IsNaN(y) && math.IsNaN(want)) {
+			t.Fatalf("element %d (%v, kept %v) = %v, want %v", p, xs[p], keep, y, want)
+		}
+	}
+	if dropped == 0 || dropped == n {
+		t.Fatalf("%d of %d elements dropped; the test needs both kinds", dropped, n)
+	}
+}
+
 func TestDropoutRateZeroIsIdentity(t *testing.T) {
 	g := tile.NewGraph("dropout")
 	x := g.Input("x", tile.Float32, tile.Shape{3})

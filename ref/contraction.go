@@ -2,6 +2,7 @@ package ref
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/tartanml/tartan/tile"
 )
@@ -138,7 +139,8 @@ func combine(c tile.Comb, v []float64) (float64, bool) {
 	case tile.CombAdd:
 		return v[0] + v[1], true
 	case tile.CombEq:
-		return v[2], v[0] == v[1]
+		// Two NaNs are equal here (see tile.CombEq).
+		return v[2], v[0] == v[1] || math.IsNaN(v[0]) && math.IsNaN(v[1])
 	}
 	return v[0], true
 }

@@ -13,8 +13,8 @@ type Agg uint8
 const (
 	AggInvalid Agg = iota
 	Sum
-	Max
-	Min
+	Max // a NaN contribution makes the result NaN
+	Min // likewise
 	Prod
 	Assign // exactly one contribution is expected; with several, the last in row-major index order wins
 )
@@ -41,8 +41,10 @@ const (
 	CombMul
 	// CombAdd adds two operands.
 	CombAdd
-	// CombEq takes the third operand's value where the first two are equal;
-	// points where they differ contribute nothing. Textual form: A == B ? C.
+	// CombEq takes the third operand's value where the first two are equal,
+	// two NaNs counting as equal (so that A == O ? C finds the points that
+	// attain a max or min O, which a NaN makes NaN); points where they
+	// differ contribute nothing. Textual form: A == B ? C.
 	CombEq
 )
 

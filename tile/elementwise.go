@@ -8,6 +8,12 @@ type Fn uint8
 // The elementwise functions. Unary functions take one operand, binary two and
 // Select three (a Bool condition, then the values for true and false).
 // Comparisons return Bool. Integer division truncates toward zero.
+//
+// Floating-point functions follow IEEE 754 with NaN propagating, as in
+// PyTorch: Maximum and Minimum are NaN when either operand is (unlike C's
+// fmax and fmin, which return the other operand), comparisons with a NaN
+// are false except Ne, and Sign of NaN is NaN. Every backend agrees, and
+// so do Max and Min aggregations of contractions.
 const (
 	FnInvalid Fn = iota
 	// Unary.
@@ -194,10 +200,10 @@ func (g *Graph) Mul(a, b *Tensor) *Tensor { return g.Elementwise(Mul, a, b) }
 // Div returns a / b.
 func (g *Graph) Div(a, b *Tensor) *Tensor { return g.Elementwise(Div, a, b) }
 
-// Maximum returns the larger of a and b.
+// Maximum returns the larger of a and b, NaN where either is NaN.
 func (g *Graph) Maximum(a, b *Tensor) *Tensor { return g.Elementwise(Maximum, a, b) }
 
-// Minimum returns the smaller of a and b.
+// Minimum returns the smaller of a and b, NaN where either is NaN.
 func (g *Graph) Minimum(a, b *Tensor) *Tensor { return g.Elementwise(Minimum, a, b) }
 
 // Select returns a where cond holds and b elsewhere.

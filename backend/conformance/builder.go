@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"github.com/tartanml/tartan/backend"
@@ -56,6 +57,38 @@ func Ints(lo, hi int) Gen {
 	}
 }
 
+// Values gives exactly the values vals, for inputs of vals' size (cases
+// with hand-worked results).
+func Values(vals ...float64) Gen {
+	return func(_ *rand.Rand, n int) []float64 {
+		v := make([]float64, n)
+		copy(v, vals)
+		return v
+	}
+}
+
+// WithNaN replaces about frac of the values gen draws by NaN and, at half
+// that rate each, by +Inf and -Inf.
+func WithNaN(gen Gen, frac float64) Gen {
+	return func(rng *rand.Rand, n int) []float64 {
+		if gen == nil {
+			gen = Uniform(-1, 1)
+		}
+		v := gen(rng, n)
+		for i := range v {
+			switch u := rng.Float64(); {
+			case u < frac:
+				v[i] = math.NaN()
+			case u < 1.5*frac:
+				v[i] = math.Inf(1)
+			case u < 2*frac:
+				v[i] = math.Inf(-1)
+			}
+		}
+		return v
+	}
+}
+
 // Input declares an input with random values from gen (Uniform(-1, 1) when
 // nil).
 func (b *Builder) Input(name string, dt tile.DType, shape tile.Shape, gen Gen) *tile.Tensor {
@@ -88,6 +121,10 @@ func (b *Builder) Output(name string, t *tile.Tensor) { b.G.SetOutput(name, t) }
 
 // Rng returns the case's random source.
 func (b *Builder) Rng() *rand.Rand { return b.rng }
+
+// Inputs returns the host data of every input, by name, as Check feeds
+// it.
+func (b *Builder) Inputs() map[string]any { return b.feeds }
 
 func (b *Builder) host(dt tile.DType, shape tile.Shape, gen Gen) any {
 	if gen == nil {

@@ -47,12 +47,16 @@ type Case struct {
 	// Steps is the number of runs (variables are compared after each); 0
 	// means 1.
 	Steps int
+	// Want holds hand-worked values of some outputs, by name, that both
+	// the device under test and the reference must give (after the first
+	// run), with the package criterion: NaN must meet NaN.
+	Want map[string][]float64
 }
 
 // Cases returns every conformance case.
 func Cases() []Case {
 	var all []Case
-	for _, group := range [][]Case{elementwiseCases(), shapeCases(), contractionCases(), opCases(), stateCases()} {
+	for _, group := range [][]Case{elementwiseCases(), shapeCases(), contractionCases(), opCases(), stateCases(), NaNCases()} {
 		all = append(all, group...)
 	}
 	return all
@@ -130,6 +134,11 @@ func Check(dev, ref backend.Device, c Case, seed uint64) error {
 	return compareOn(dev, xd, ref, b, c)
 }
 
+// Prepare builds case c's graph and the data of its inputs and variables
+// from seed, as Check does, for running a case on something that is not a
+// backend.Device (such as kir.Interpret).
+func Prepare(c Case, seed uint64) (*Builder, error) { return prepare(c, seed) }
+
 // prepare builds case c's graph and data from seed.
 func prepare(c Case, seed uint64) (*Builder, error) {
 	b := &Builder{G: tile.NewGraph(c.Name), rng: rand.New(rand.NewPCG(seed, 0x7a27a2)),
@@ -142,6 +151,17 @@ func prepare(c Case, seed uint64) (*Builder, error) {
 	}
 	if err := b.G.Err(); err != nil {
 		return nil, fmt.Errorf("building the graph: %w", err)
+	}
+	for name, want := range c.Want {
+		var out *tile.Tensor
+		for _, o := range b.G.Outputs() {
+			if o.Name == name {
+				out = o.Tensor
+			}
+		}
+		if out == nil || out.Size() != len(want) {
+			return nil, fmt.Errorf("hand-worked values of %q: the case has no output of that name and %d elements", name, len(want))
+		}
 	}
 	return b, nil
 }
@@ -185,6 +205,14 @@ func compareOn(dev backend.Device, xd backend.Executable, ref backend.Device, b 
 			if err := compare(o.Tensor.DType(), got, want); err != nil {
 				return fmt.Errorf("step %d: output %q (%s%v): %w", step, o.Name, o.Tensor.DType(), o.Tensor.Shape(), err)
 			}
+			if hand, ok := c.Want[o.Name]; ok && step == 0 {
+				if err := CompareWant(o.Tensor.DType(), want, hand); err != nil {
+					return fmt.Errorf("reference: output %q (%s%v) against its hand-worked values: %w", o.Name, o.Tensor.DType(), o.Tensor.Shape(), err)
+				}
+				if err := CompareWant(o.Tensor.DType(), got, hand); err != nil {
+					return fmt.Errorf("%s: output %q (%s%v) against its hand-worked values: %w", dev.Info().ID, o.Name, o.Tensor.DType(), o.Tensor.Shape(), err)
+				}
+			}
 		}
 		for _, v := range b.G.Variables() {
 			name := v.Op().(*tile.VariableOp).Name
@@ -201,6 +229,12 @@ func compareOn(dev backend.Device, xd backend.Executable, ref backend.Device, b 
 		}
 	}
 	return nil
+}
+
+// CompareWant checks the host slice got, of dtype dt, against hand-worked
+// values with the package criterion.
+func CompareWant(dt tile.DType, got any, want []float64) error {
+	return compare(dt, got, backend.HostSlice(dt, want))
 }
 
 // newHost returns a zero host slice for t.

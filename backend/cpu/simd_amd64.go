@@ -231,8 +231,8 @@ func routeF32x8(d, first, cot *float32, n int, p float32)
 
 func routeActF32x8(d, act, first, cot *float32, n int, p float32)
 
-// simdRelu sets d[i] to v[i] if v[i] > 0 else 0 for a prefix of d and
-// returns its length.
+// simdRelu sets d[i] to 0 if v[i] ≤ 0 else v[i] (NaN included) for a prefix
+// of d and returns its length.
 func simdRelu(d, v []float32) int {
 	n := len(d) &^ 7
 	if !useSIMD || n == 0 {
@@ -243,8 +243,8 @@ func simdRelu(d, v []float32) int {
 	return n
 }
 
-// simdReluAgg aggregates the ReLU of v into acc by maximum or minimum, acc
-// holding ReLU values, for a prefix of acc and returns its length.
+// simdReluAgg aggregates the ReLU of v into acc by maximum or minimum (NaN
+// propagating) for a prefix of acc and returns its length.
 func simdReluAgg(a tile.Agg, acc, v []float32) int {
 	n := len(acc) &^ 7
 	if !useSIMD || n == 0 {
@@ -262,9 +262,9 @@ func simdReluAgg(a tile.Agg, acc, v []float32) int {
 	return n
 }
 
-// simdFirst sets d[i] to min(d[i], p) where V(v[i]) == ext[i], V being the
-// ReLU or the identity, for a prefix of d and returns its length. p and d
-// must never be NaN or zero.
+// simdFirst sets d[i] to min(d[i], p) where V(v[i]) attains ext[i] (equal,
+// or both NaN), V being the ReLU or the identity, for a prefix of d and
+// returns its length. p and d must never be NaN or zero.
 func simdFirst(d, v, ext []float32, p float32, relu bool) int {
 	n := len(d) &^ 7
 	if !useSIMD || n == 0 {
@@ -290,8 +290,9 @@ func simdInfToZero(d []float32) int {
 	return n
 }
 
-// simdRoute sets d[i] to cot[i] where first[i] == p (and act[i] > 0, when
-// act is not nil), else to 0, for a prefix of d and returns its length.
+// simdRoute sets d[i] to cot[i] where first[i] == p (and not act[i] ≤ 0,
+// when act is not nil), else to 0, for a prefix of d and returns its
+// length.
 func simdRoute(d, act, first, cot []float32, p float32) int {
 	n := len(d) &^ 7
 	if !useSIMD || n == 0 {

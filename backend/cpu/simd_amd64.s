@@ -469,8 +469,12 @@ done:
 // Window kernels (window.go). Every function processes n elements, n a
 // multiple of 8.
 
-// func reluF32x8(d, v *float32, n int): d[i] = v[i] if v[i] > 0 else +0 (NaN
-// gives +0).
+// RELU sets Y0 to the ReLU of Y0, +0 where Y0 ≤ 0 (LE_OQ, false for NaN)
+// and Y0 elsewhere, NaN included. Y7 holds zeros; Y1 is scratch.
+#define RELU VCMPPS $0x12, Y7, Y0, Y1; VANDNPS Y0, Y1, Y0
+
+// func reluF32x8(d, v *float32, n int): d[i] = +0 if v[i] ≤ 0 else v[i]
+// (NaN stays NaN).
 TEXT ·reluF32x8(SB), NOSPLIT, $0-24
 	MOVQ d+0(FP), DI
 	MOVQ v+8(FP), SI
@@ -480,9 +484,8 @@ loop8:
 	CMPQ CX, $8
 	JLT done
 	VMOVUPS (SI), Y0
-	VCMPPS $0x1e, Y7, Y0, Y1
-	VANDPS Y0, Y1, Y1
-	VMOVUPS Y1, (DI)
+	RELU
+	VMOVUPS Y0, (DI)
 	ADDQ $32, SI
 	ADDQ $32, DI
 	SUBQ $8, CX
@@ -492,9 +495,9 @@ done:
 	RET
 
 // RELUAGG defines func NAME(acc, v *float32, n int): acc[i] = acc[i] OP
-// relu(v[i]). Both sides are never NaN and never -0 (acc holds earlier
-// ReLU values), so VMAXPS and VMINPS give Go's result.
-#define RELUAGG(NAME, MAXMIN) \
+// relu(v[i]), with Go's NaN and signed-zero rules (see AGGMAXMIN): either
+// side may be NaN, a NaN ReLU input or an earlier one in acc.
+#define RELUAGG(NAME, MAXMIN, EQFIX) \
 TEXT NAME(SB), NOSPLIT, $0-24; \
 	MOVQ acc+0(FP), DI; \
 	MOVQ v+8(FP), SI; \
@@ -504,11 +507,16 @@ loop8: \
 	CMPQ CX, $8; \
 	JLT done; \
 	VMOVUPS (SI), Y0; \
-	VCMPPS $0x1e, Y7, Y0, Y1; \
-	VANDPS Y0, Y1, Y1; \
+	RELU; \
 	VMOVUPS (DI), Y2; \
-	MAXMIN Y1, Y2, Y2; \
-	VMOVUPS Y2, (DI); \
+	MAXMIN Y0, Y2, Y3; \
+	VCMPPS $0x00, Y0, Y2, Y4; \
+	EQFIX Y0, Y2, Y5; \
+	VBLENDVPS Y4, Y5, Y3, Y3; \
+	VCMPPS $0x03, Y0, Y2, Y4; \
+	VADDPS Y0, Y2, Y5; \
+	VBLENDVPS Y4, Y5, Y3, Y3; \
+	VMOVUPS Y3, (DI); \
 	ADDQ $32, SI; \
 	ADDQ $32, DI; \
 	SUBQ $8, CX; \
@@ -517,11 +525,11 @@ done: \
 	VZEROUPPER; \
 	RET
 
-RELUAGG(·reluMaxF32x8, VMAXPS)
-RELUAGG(·reluMinF32x8, VMINPS)
+RELUAGG(·reluMaxF32x8, VMAXPS, VANDPS)
+RELUAGG(·reluMinF32x8, VMINPS, VORPS)
 
 // FIRST defines func NAME(d, v, ext *float32, n int, p float32): where
-// V(v[i]) == ext[i] (ordered: never for NaN), d[i] = min(d[i], p). The
+// V(v[i]) attains ext[i], equal to it or both NaN, d[i] = min(d[i], p). The
 // caller guarantees that p and d are never NaN or zero, so VMINPS gives
 // Go's result.
 #define FIRST(NAME, VALUE) \
@@ -537,7 +545,12 @@ loop8: \
 	JLT done; \
 	VMOVUPS (SI), Y0; \
 	VALUE; \
-	VCMPPS $0x00, (DX), Y0, Y2; \
+	VMOVUPS (DX), Y5; \
+	VCMPPS $0x00, Y5, Y0, Y2; \
+	VCMPPS $0x03, Y0, Y0, Y8; \
+	VCMPPS $0x03, Y5, Y5, Y9; \
+	VANDPS Y9, Y8, Y8; \
+	VORPS Y8, Y2, Y2; \
 	VMOVUPS (DI), Y3; \
 	VMINPS Y6, Y3, Y4; \
 	VBLENDVPS Y2, Y4, Y3, Y3; \
@@ -552,7 +565,6 @@ done: \
 	RET
 
 #define PLAIN NOP
-#define RELU VCMPPS $0x1e, Y7, Y0, Y1; VANDPS Y0, Y1, Y0
 
 FIRST(·firstF32x8, PLAIN)
 FIRST(·firstReluF32x8, RELU)
@@ -602,7 +614,8 @@ done:
 	RET
 
 // func routeActF32x8(d, act, first, cot *float32, n int, p float32): d[i] =
-// cot[i] if act[i] > 0 and first[i] == p else +0.
+// cot[i] if not act[i] ≤ 0 (NLE_UQ: true for NaN) and first[i] == p, else
+// +0.
 TEXT ·routeActF32x8(SB), NOSPLIT, $0-44
 	MOVQ d+0(FP), DI
 	MOVQ act+8(FP), R8
@@ -615,7 +628,7 @@ loop8:
 	CMPQ CX, $8
 	JLT done
 	VMOVUPS (R8), Y1
-	VCMPPS $0x1e, Y7, Y1, Y1
+	VCMPPS $0x06, Y7, Y1, Y1
 	VCMPPS $0x00, (SI), Y6, Y0
 	VANDPS Y1, Y0, Y0
 	VANDPS (DX), Y0, Y0

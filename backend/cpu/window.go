@@ -18,19 +18,26 @@ import (
 // loop over the channel. Three forms are recognised, over float32 buffers:
 //
 //   - windowReduce: O[o] = Max (or Min) over the window r of V(o, r), V being
-//     a load I[…, c] or its ReLU select(I > 0, I, 0) (the forward pass);
+//     a load I[…, c] or its ReLU select(I ≤ 0, 0, I) (the forward pass);
 //   - windowFirst: F[o] = Min over the r where V(o, r) == O[o] of Pos[r],
-//     written as the condition 0 ≤ int(V ≠ O) < 1 (the first window position
+//     two NaNs counting as equal, written as the condition
+//     0 ≤ int(V ≠ O && (V == V || O == O)) < 1 (the first window position
 //     that attains the extremum, see grad's extremeRule);
-//   - windowRoute: D[x] = select(A[x] > 0, select(Pos[…] == F[…], G, 0), 0),
+//   - windowRoute: D[x] = select(A[x] ≤ 0, 0, select(Pos[…] == F[…], G, 0)),
 //     with or without the outer select (the extremum's cotangent routed to
-//     that position), G being a row load C[…] or its dropout
-//     select(M[…], C[…], 0) · s, with M a boolean row and s a finite
-//     constant;
+//     that position, through the ReLU's gradient), G being a row load C[…]
+//     or a product C[…] · B[…] of two (a dropout's gradient, B its mask
+//     scaled);
 //   - windowRouteSum: D[x] = Σ over the windows r that hold x of
 //     windowRoute's body, optionally followed by the epilogue
-//     select(A[x] > 0, acc, 0) (overlapping windows: a point belongs to
+//     select(A[x] ≤ 0, 0, acc) (overlapping windows: a point belongs to
 //     several, found through floor divisions and modulos that mix x and r).
+//
+// NaN propagates as in the generic executor: a NaN passes the ReLU, makes
+// its window's extremum NaN, is the position that attains it, and passes
+// the ReLU's gradient and a dropped dropout lane (NaN · 0).
+// (A routed product is computed before the route zeroes lanes, so a lane
+// routed away is +0 whatever B holds.)
 //
 // Index expressions may mix two variables in a floor division or modulo
 // (see sepForm). Before matching, guards that repeat the kernel's own bounds
@@ -51,7 +58,7 @@ type windowKernel struct {
 	red    []int // extents of the reduction variables
 	rows   int   // points of the outer output variables
 	redPts int
-	relu   bool // V is select(I > 0, I, 0)
+	relu   bool // V is select(I ≤ 0, 0, I)
 	// posFinite: every value Pos can give is finite and nonzero (a
 	// constant position buffer), so windowFirst can mark lanes without a
 	// contribution with +Inf.
@@ -63,8 +70,7 @@ type windowKernel struct {
 	epiAct    *rowAccess // A' (windowRouteSum); nil without the epilogue
 	first     *rowAccess // F (windowRoute)
 	cot       *rowAccess // C (windowRoute)
-	mask      *rowAccess // M (windowRoute), boolean; nil without dropout
-	scale     float32    // s (windowRoute with dropout)
+	mul       *rowAccess // B (windowRoute); nil for a plain C
 	conds     []rowCond  // affine Where conditions
 	// levels holds conds by level: level 0 those of the output variables
 	// only, level l+1 those whose innermost reduction variable is l.
@@ -304,10 +310,8 @@ type rowAccess struct {
 	checks []rowCheck
 	skip   bool // out of range, the point is skipped; else it reads fill
 	fill   float32
-	// fillRow (float32) or fillBools (bool) is a row of fill values, for
-	// out-of-range Fill rows.
-	fillRow   []float32
-	fillBools []bool
+	// fillRow is a row of fill values, for out-of-range Fill rows.
+	fillRow []float32
 }
 
 // rowCheck is a range condition 0 ≤ x < bound on a dimension's index.
@@ -332,16 +336,11 @@ func (a *rowAccess) at(pos []int) int {
 }
 
 // newRowAccess builds the access of load e, or reports false when e is not a
-// float32 load of that form. ch is the channel variable, chExt its extent.
-func newRowAccess(p *kir.Program, e *kir.Expr, ranges []kir.Range, ch, chExt int) (*rowAccess, bool) {
-	return typedRowAccess(p, e, ranges, ch, chExt, tile.Float32)
-}
-
-// typedRowAccess is newRowAccess for loads of dtype dt (float32 or bool). A
+// float32 load of that form. ch is the channel variable, chExt its extent. A
 // row's last index is the channel variable plus a term without it that keeps
 // the whole row in range (a channel vector inside a flattened dimension).
-func typedRowAccess(p *kir.Program, e *kir.Expr, ranges []kir.Range, ch, chExt int, dt tile.DType) (*rowAccess, bool) {
-	if e.Op != kir.Load || e.DType != dt || p.Buffers[e.Buf].DType != dt {
+func newRowAccess(p *kir.Program, e *kir.Expr, ranges []kir.Range, ch, chExt int) (*rowAccess, bool) {
+	if e.Op != kir.Load || e.DType != tile.Float32 || p.Buffers[e.Buf].DType != tile.Float32 {
 		return nil, false
 	}
 	shape := p.Buffers[e.Buf].Shape
@@ -367,16 +366,10 @@ func typedRowAccess(p *kir.Program, e *kir.Expr, ranges []kir.Range, ch, chExt i
 			a.row = true
 			a.off = rest
 			n--
-			if !a.skip && dt == tile.Float32 {
+			if !a.skip {
 				a.fillRow = make([]float32, chExt)
 				for i := range a.fillRow {
 					a.fillRow[i] = a.fill
-				}
-			}
-			if !a.skip && dt == tile.Bool {
-				a.fillBools = make([]bool, chExt)
-				for i := range a.fillBools {
-					a.fillBools[i] = a.fill != 0
 				}
 			}
 		}
@@ -437,12 +430,12 @@ func rowStart(x *kir.Ix, ranges []kir.Range, ch, chExt int) (sepForm, bool) {
 	return rest, found
 }
 
-// windowValue recognises V: a row load, or select(L > 0, L, 0) of one.
+// windowValue recognises V: a row load, or the ReLU select(L ≤ 0, 0, L) of
+// one.
 func windowValue(p *kir.Program, e *kir.Expr, ranges []kir.Range, ch, chExt int) (src *rowAccess, relu, ok bool) {
-	if e.Op == kir.Apply && e.Fn == tile.Select && len(e.Args) == 3 {
-		c, l, z := e.Args[0], e.Args[1], e.Args[2]
-		if !isZero(z) || c.Op != kir.Apply || c.Fn != tile.Gt || len(c.Args) != 2 ||
-			!isZero(c.Args[1]) || !sameLoad(c.Args[0], l) {
+	if e.Op == kir.Apply && e.Fn == tile.Select {
+		a, l, ok := reluGuard(e)
+		if !ok || !sameLoad(a, l) {
 			return nil, false, false
 		}
 		e, relu = l, true
@@ -459,6 +452,70 @@ func finiteNonzero(v float32) bool {
 }
 
 func isZero(e *kir.Expr) bool { return e.Op == kir.Const && e.Value == 0 }
+
+// isPosZero reports whether e is the constant +0, the zero the window forms
+// write.
+func isPosZero(e *kir.Expr) bool { return isZero(e) && !math.Signbit(e.Value) }
+
+// reluGuard recognises select(A ≤ 0, 0, X), the form of a ReLU (X = A) and
+// of its gradient, and returns A and X. The zero taken is +0; A ≤ 0 is false
+// for NaN, which X then receives.
+func reluGuard(e *kir.Expr) (a, x *kir.Expr, ok bool) {
+	if e.Op != kir.Apply || e.Fn != tile.Select || len(e.Args) != 3 || !isPosZero(e.Args[1]) {
+		return nil, nil, false
+	}
+	c := e.Args[0]
+	if c.Op != kir.Apply || c.Fn != tile.Le || len(c.Args) != 2 || !isZero(c.Args[1]) {
+		return nil, nil, false
+	}
+	return c.Args[0], e.Args[2], true
+}
+
+// nanDiffers recognises CombEq's inequality of a Where condition,
+// v ≠ o && (v == v || o == o): v and o differ and are not both NaN.
+func nanDiffers(e *kir.Expr) (v, o *kir.Expr, ok bool) {
+	if e.Op != kir.Apply || e.Fn != tile.And || len(e.Args) != 2 {
+		return nil, nil, false
+	}
+	ne, or := e.Args[0], e.Args[1]
+	if ne.Op != kir.Apply || ne.Fn != tile.Ne || len(ne.Args) != 2 ||
+		or.Op != kir.Apply || or.Fn != tile.Or || len(or.Args) != 2 {
+		return nil, nil, false
+	}
+	v, o = ne.Args[0], ne.Args[1]
+	self := func(e, x *kir.Expr) bool {
+		return e.Op == kir.Apply && e.Fn == tile.Eq && len(e.Args) == 2 && sameExpr(e.Args[0], x) && sameExpr(e.Args[1], x)
+	}
+	if self(or.Args[0], v) && self(or.Args[1], o) || self(or.Args[0], o) && self(or.Args[1], v) {
+		return v, o, true
+	}
+	return nil, nil, false
+}
+
+// sameExpr reports whether a and b are the same expression tree.
+func sameExpr(a, b *kir.Expr) bool {
+	if a == b {
+		return true
+	}
+	if a.Op == kir.Load || b.Op == kir.Load {
+		return sameLoad(a, b)
+	}
+	if a.Op != b.Op || a.DType != b.DType || a.Fn != b.Fn || a.OOB != b.OOB || a.Stream != b.Stream ||
+		math.Float64bits(a.Value) != math.Float64bits(b.Value) || len(a.Args) != len(b.Args) || len(a.Index) != len(b.Index) {
+		return false
+	}
+	for i := range a.Index {
+		if !sameIx(a.Index[i], b.Index[i]) {
+			return false
+		}
+	}
+	for i := range a.Args {
+		if !sameExpr(a.Args[i], b.Args[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 // sameLoad reports whether a and b load the same element.
 func sameLoad(a, b *kir.Expr) bool {
@@ -575,7 +632,7 @@ func newWindowKernel(p *kir.Program, k *kir.Kernel) (*windowKernel, bool) {
 	}
 	// The accesses read only where the conditions hold need not check
 	// what the conditions already do.
-	for _, a := range []*rowAccess{w.src, w.pos, w.first, w.cot, w.act, w.mask} {
+	for _, a := range []*rowAccess{w.src, w.pos, w.first, w.cot, w.act, w.mul} {
 		if a != nil {
 			a.checks = w.uncheckedBy(a.checks)
 		}
@@ -584,15 +641,16 @@ func newWindowKernel(p *kir.Program, k *kir.Kernel) (*windowKernel, bool) {
 	return w, true
 }
 
-// matchFirst recognises windowFirst: cond is V ≠ O (either way round) and
-// the body is one element of a position buffer.
+// matchFirst recognises windowFirst: cond is V ≠ O && (V == V || O == O)
+// (either way round) and the body is one element of a position buffer.
 func (w *windowKernel) matchFirst(p *kir.Program, k *kir.Kernel, body, cond *kir.Expr, ranges []kir.Range) bool {
-	if cond.Op != kir.Apply || cond.Fn != tile.Ne || len(cond.Args) != 2 {
+	v0, o0, ok := nanDiffers(cond)
+	if !ok {
 		return false
 	}
 	ch := len(k.Shape) - 1
 	for _, sw := range [2]bool{false, true} {
-		v, o := cond.Args[0], cond.Args[1]
+		v, o := v0, o0
 		if sw {
 			v, o = o, v
 		}
@@ -638,18 +696,14 @@ func (w *windowKernel) outerOnly(e *kir.Expr) bool {
 	return true
 }
 
-// matchEpilogue recognises windowRouteSum's epilogue select(A' > 0, acc, 0),
+// matchEpilogue recognises windowRouteSum's epilogue select(A' ≤ 0, 0, acc),
 // A' a row load of the output variables.
 func (w *windowKernel) matchEpilogue(p *kir.Program, e *kir.Expr, ranges []kir.Range) bool {
-	if e.Op != kir.Apply || e.Fn != tile.Select || len(e.Args) != 3 || !isZero(e.Args[2]) ||
-		e.Args[1].Op != kir.Acc || e.Args[1].DType != tile.Float32 {
+	a, x, ok := reluGuard(e)
+	if !ok || x.Op != kir.Acc || x.DType != tile.Float32 || !w.outerOnly(a) {
 		return false
 	}
-	c := e.Args[0]
-	if c.Op != kir.Apply || c.Fn != tile.Gt || len(c.Args) != 2 || !isZero(c.Args[1]) || !w.outerOnly(c.Args[0]) {
-		return false
-	}
-	act, ok := newRowAccess(p, c.Args[0], ranges, len(w.outer), w.ch)
+	act, ok := newRowAccess(p, a, ranges, len(w.outer), w.ch)
 	if !ok || !act.row {
 		return false
 	}
@@ -661,24 +715,21 @@ func (w *windowKernel) matchEpilogue(p *kir.Program, e *kir.Expr, ranges []kir.R
 func (w *windowKernel) matchRoute(p *kir.Program, body *kir.Expr, ranges []kir.Range) bool {
 	ch := len(w.outer)
 	sel := func(e *kir.Expr) (c, a *kir.Expr, ok bool) {
-		if e.Op != kir.Apply || e.Fn != tile.Select || len(e.Args) != 3 || !isZero(e.Args[2]) {
+		if e.Op != kir.Apply || e.Fn != tile.Select || len(e.Args) != 3 || !isPosZero(e.Args[2]) {
 			return nil, nil, false
 		}
 		return e.Args[0], e.Args[1], true
 	}
-	c, inner, ok := sel(body)
-	if !ok {
-		return false
-	}
-	if c.Op == kir.Apply && c.Fn == tile.Gt && len(c.Args) == 2 && isZero(c.Args[1]) {
-		act, ok := newRowAccess(p, c.Args[0], ranges, ch, w.ch)
+	if a, x, ok := reluGuard(body); ok {
+		act, ok := newRowAccess(p, a, ranges, ch, w.ch)
 		if !ok || !act.row {
 			return false
 		}
-		w.act = act
-		if c, inner, ok = sel(inner); !ok {
-			return false
-		}
+		w.act, body = act, x
+	}
+	c, inner, ok := sel(body)
+	if !ok {
+		return false
 	}
 	if c.Op != kir.Apply || c.Fn != tile.Eq || len(c.Args) != 2 {
 		return false
@@ -702,33 +753,22 @@ func (w *windowKernel) matchRoute(p *kir.Program, body *kir.Expr, ranges []kir.R
 	return false
 }
 
-// matchCot recognises windowRoute's G and returns its row load C, setting
-// the dropout's mask and scale when G has them.
+// matchCot recognises windowRoute's G, a row load C or a product C · B of
+// two, and returns C, setting B when G has it.
 func (w *windowKernel) matchCot(p *kir.Program, g *kir.Expr, ranges []kir.Range) (*rowAccess, bool) {
 	ch := len(w.outer)
-	w.mask, w.scale = nil, 1
+	w.mul = nil
 	if g.Op == kir.Apply && g.Fn == tile.Mul && len(g.Args) == 2 && g.DType == tile.Float32 {
-		sel, k := g.Args[0], g.Args[1]
-		if sel.Op == kir.Const {
-			sel, k = k, sel
-		}
-		s := float32(k.Value)
-		if k.Op != kir.Const || k.DType != tile.Float32 || float64(s) != k.Value ||
-			math.IsInf(k.Value, 0) || math.IsNaN(k.Value) {
+		c, ok1 := newRowAccess(p, g.Args[0], ranges, ch, w.ch)
+		b, ok2 := newRowAccess(p, g.Args[1], ranges, ch, w.ch)
+		if !ok1 || !ok2 || !c.row || !b.row {
 			return nil, false
 		}
-		if sel.Op != kir.Apply || sel.Fn != tile.Select || len(sel.Args) != 3 || !isZero(sel.Args[2]) {
-			return nil, false
-		}
-		mask, ok := typedRowAccess(p, sel.Args[0], ranges, ch, w.ch, tile.Bool)
-		if !ok || !mask.row {
-			return nil, false
-		}
-		w.mask, w.scale, g = mask, s, sel.Args[1]
+		w.mul = b
+		return c, true
 	}
 	cot, ok := newRowAccess(p, g, ranges, ch, w.ch)
 	if !ok || !cot.row {
-		w.mask, w.scale = nil, 1
 		return nil, false
 	}
 	return cot, true
@@ -928,21 +968,24 @@ func (w *windowKernel) reduceRow(fr *frame, pos []int, dst []float32) {
 	}
 }
 
+// reluRow sets dst to the ReLU of s: 0 where s ≤ 0, s elsewhere (NaN
+// included).
 func reluRow(dst, s []float32) {
 	s = s[:len(dst)]
 	for i, x := range s {
-		if !(x > 0) {
+		if x <= 0 {
 			x = 0
 		}
 		dst[i] = x
 	}
 }
 
-// aggRow aggregates s (or its ReLU) into dst by maximum or minimum.
+// aggRow aggregates s (or its ReLU) into dst by maximum or minimum, a NaN
+// on either side giving NaN.
 func aggRow(a tile.Agg, dst, s []float32, relu bool) {
 	s = s[:len(dst)]
 	for i, x := range s {
-		if relu && !(x > 0) {
+		if relu && x <= 0 {
 			x = 0
 		}
 		if a == tile.Max {
@@ -1007,24 +1050,28 @@ func (w *windowKernel) firstRow(fr *frame, pos []int, dst []float32) {
 func firstRowInf(dst, s, ext []float32, p float32, relu bool) {
 	s, ext = s[:len(dst)], ext[:len(dst)]
 	for i, x := range s {
-		if relu && !(x > 0) {
+		if relu && x <= 0 {
 			x = 0
 		}
-		if x == ext[i] {
+		if attains(x, ext[i]) {
 			dst[i] = min(dst[i], p)
 		}
 	}
 }
 
+// attains reports whether window value x attains the extremum e: they are
+// equal or both NaN (CombEq's equality).
+func attains(x, e float32) bool { return x == e || x != x && e != e }
+
 // firstRowAt aggregates position p by minimum into the lanes where the
-// window value equals the extremum.
+// window value attains the extremum.
 func firstRowAt(dst []float32, has []bool, s, ext []float32, p float32, relu bool) {
 	s, ext, has = s[:len(dst)], ext[:len(dst)], has[:len(dst)]
 	for i, x := range s {
-		if relu && !(x > 0) {
+		if relu && x <= 0 {
 			x = 0
 		}
-		if x != ext[i] {
+		if !attains(x, ext[i]) {
 			continue
 		}
 		if has[i] {
@@ -1056,19 +1103,22 @@ func (w *windowKernel) routeRow(fr *frame, pos []int, dst []float32) bool {
 		clear(dst)
 		return false
 	}
+	if w.mul != nil {
+		// G = C · B, computed in dst and routed in place.
+		b := w.rowOf(fr, w.mul, pos)
+		if b == nil {
+			clear(dst)
+			return false
+		}
+		n := simdBinaryF(tile.Mul, dst, cot, b)
+		binaryF(tile.Mul, dst[n:], cot[n:], b[n:])
+		cot = dst
+	}
 	n := simdRoute(dst, act, first, cot, p)
 	if act != nil {
 		act = act[n:]
 	}
 	routeRowAt(dst[n:], act, first[n:], cot[n:], p)
-	if w.mask != nil {
-		mask := w.boolRowOf(fr, w.mask, pos)
-		if mask == nil {
-			clear(dst)
-			return false
-		}
-		dropRow(dst, mask, w.scale)
-	}
 	return true
 }
 
@@ -1076,7 +1126,7 @@ func (w *windowKernel) routeRow(fr *frame, pos []int, dst []float32) bool {
 // the reduction's order, the first one copied (so that a single -0 stays
 // -0), and rounds the sum to float32 once, as the generic executor and
 // kir.Interpret aggregate; the epilogue, when present, then zeroes the
-// lanes where A' is not positive.
+// lanes where A' ≤ 0.
 func (w *windowKernel) routeSumRow(fr *frame, pos []int, dst []float32) {
 	acc, tmp := fr.acc[:w.ch], fr.tmp32[:w.ch]
 	has := false
@@ -1115,38 +1165,14 @@ func (w *windowKernel) routeSumRow(fr *frame, pos []int, dst []float32) {
 	act = act[:len(dst)]
 	for i, x := range acc {
 		v := float32(x)
-		if !(act[i] > 0) {
+		if act[i] <= 0 {
 			v = 0
 		}
 		dst[i] = v
 	}
 }
 
-// boolRowOf is rowOf for a boolean access.
-func (w *windowKernel) boolRowOf(fr *frame, a *rowAccess, pos []int) []bool {
-	off := a.at(pos)
-	if off < 0 {
-		return a.fillBools // nil for a Skip access
-	}
-	return fr.bufs[a.buf].b[off : off+w.ch : off+w.ch]
-}
-
-// dropRow applies a dropout to the routed row: dst[i]·s where mask[i] holds,
-// else 0. It equals routing select(mask, C, 0)·s when s is finite: a lane
-// the route zeroes stays 0 either way.
-func dropRow(dst []float32, mask []bool, s float32) {
-	mask = mask[:len(dst)]
-	for i, m := range mask {
-		// A bit mask rather than a branch: dropout masks are random.
-		keep := uint32(0)
-		if m {
-			keep = ^uint32(0)
-		}
-		dst[i] = math.Float32frombits(math.Float32bits(dst[i]*s) & keep)
-	}
-}
-
-// routeRowAt sets dst to cot where first equals p (and act is positive, when
+// routeRowAt sets dst to cot where first equals p (and act is not ≤ 0, when
 // given), else to 0.
 func routeRowAt(dst, act, first, cot []float32, p float32) {
 	first, cot = first[:len(dst)], cot[:len(dst)]
@@ -1163,7 +1189,7 @@ func routeRowAt(dst, act, first, cot []float32, p float32) {
 	act = act[:len(dst)]
 	for i, f := range first {
 		v := cot[i]
-		if f != p || !(act[i] > 0) {
+		if f != p || act[i] <= 0 {
 			v = 0
 		}
 		dst[i] = v

@@ -15,10 +15,11 @@ import (
 
 // TestWindowKernels runs max-pooling forward and backward passes, whose
 // kernels the window executor takes, on inputs full of ties (few distinct
-// values, many of them negative so that a ReLU makes zeros, and NaN in some
-// cases), and compares every output bit for bit with kir.Interpret: the
-// gradient must reach exactly the first maximum of each window, and every
-// window a NaN reaches must propagate it. It also checks that the window
+// values, many of them negative so that a ReLU makes zeros, and NaN and
+// +Inf in some cases, in the cotangent too), and compares every output bit
+// for bit with kir.Interpret: the gradient must reach exactly the first
+// maximum of each window (its first NaN, if it has one), and every window a
+// NaN reaches, through the ReLU or not, must propagate it. It also checks that the window
 // executor ran at least the expected number of kernels of each form.
 // Padded and overlapping windows give the first-maximum kernel a guard on
 // the window's index range and the routing kernel a sum over the windows
@@ -40,6 +41,8 @@ func TestWindowKernels(t *testing.T) {
 		forms [4]int // at least this many windowReduce, windowFirst, windowRoute, windowRouteSum kernels
 	}{
 		{"relu_2x2_c16", tile.Shape{2, 6, 6, 16}, true, false, pool(op.PoolOptions{}), [4]int{1, 1, 1, 0}},
+		{"relu_2x2_nan_c16", tile.Shape{2, 6, 6, 16}, true, true, pool(op.PoolOptions{}), [4]int{1, 1, 1, 0}},
+		{"relu_2x2_nan_c13", tile.Shape{3, 4, 6, 13}, true, true, pool(op.PoolOptions{}), [4]int{1, 1, 1, 0}},
 		{"plain_2x2_c13", tile.Shape{3, 4, 6, 13}, false, false, pool(op.PoolOptions{}), [4]int{1, 1, 1, 0}},
 		{"plain_2x2_nan_c13", tile.Shape{3, 4, 6, 13}, false, true, pool(op.PoolOptions{}), [4]int{1, 1, 1, 0}},
 		// Same padding on odd sizes: windows that hang over the edge, the
@@ -48,6 +51,7 @@ func TestWindowKernels(t *testing.T) {
 		{"plain_2x2_same_odd_nan_c17", tile.Shape{2, 5, 7, 17}, false, true, pool(sq(2, 2, op.Same)), [4]int{1, 1, 1, 0}},
 		// Overlapping windows: the routing kernel sums over windows.
 		{"relu_3x3_s2_same_c9", tile.Shape{2, 7, 5, 9}, true, false, pool(sq(3, 2, op.Same)), [4]int{1, 1, 0, 1}},
+		{"relu_3x3_s2_same_nan_c9", tile.Shape{2, 7, 5, 9}, true, true, pool(sq(3, 2, op.Same)), [4]int{1, 1, 0, 1}},
 		{"plain_3x3_s2_same_nan_c13", tile.Shape{3, 9, 8, 13}, false, true, pool(sq(3, 2, op.Same)), [4]int{1, 1, 0, 1}},
 		{"relu_3x3_s2_same_c33", tile.Shape{2, 8, 9, 33}, true, false, pool(sq(3, 2, op.Same)), [4]int{1, 1, 0, 1}},
 		{"relu_3x3_s2_valid_c7", tile.Shape{2, 9, 7, 7}, true, false, pool(sq(3, 2, op.Valid)), [4]int{1, 1, 0, 1}},
@@ -80,6 +84,14 @@ func TestWindowKernels(t *testing.T) {
 			seed := g.Input("seed", tile.Int64, tile.Shape{})
 			return op.Dropout(g, op.MaxPool2D(g, x, sq(3, 2, op.Same)), 0.3, seed, 3)
 		}, [4]int{1, 1, 0, 1}},
+		{"relu_2x2_dropout_nan_c16", tile.Shape{2, 6, 4, 16}, true, true, func(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
+			seed := g.Input("seed", tile.Int64, tile.Shape{})
+			return op.Dropout(g, op.MaxPool2D(g, x, op.PoolOptions{}), 0.3, seed, 1)
+		}, [4]int{1, 1, 1, 0}},
+		{"relu_3x3_s2_same_dropout_nan_c16", tile.Shape{2, 7, 7, 16}, true, true, func(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
+			seed := g.Input("seed", tile.Int64, tile.Shape{})
+			return op.Dropout(g, op.MaxPool2D(g, x, sq(3, 2, op.Same)), 0.3, seed, 3)
+		}, [4]int{1, 1, 0, 1}},
 	}
 	d := New(Cache(false))
 	defer d.Close()
@@ -102,11 +114,14 @@ func TestWindowKernels(t *testing.T) {
 			p := compileFor(t, d, g)
 			ties := []float64{-1, -0.5, 0, 0.25, 0.25, 0.75, 2}
 			if c.nan {
-				ties = append(ties, math.NaN())
+				ties = append(ties, math.NaN(), math.Inf(1))
 			}
 			forms := checkWindowProgram(t, d, p, func(name string, rng *rand.Rand) float64 {
 				switch name {
 				case "dy":
+					if c.nan && rng.IntN(16) == 0 {
+						return math.NaN()
+					}
 					return float64(rng.IntN(9)) - 4
 				case "seed":
 					return 7
@@ -292,6 +307,23 @@ func TestWindowRejects(t *testing.T) {
 		// A routed maximum is not a window form.
 		{"route_max", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Max,
 			Reduce: []kir.Loop{loop("r", 0, 3)}, Where: []kir.Cond{{X: dv, Bound: 4}}, Body: route}},
+		// select(x > 0, x, 0) maps NaN to 0, which the window ReLU (NaN
+		// passes) does not.
+		{"relu_nan_to_zero", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Max,
+			Reduce: []kir.Loop{loop("r", 0, 1)},
+			Body: apply(tile.Select, f32, apply(tile.Gt, tile.Bool, b.load(x, at, v(1)), konst(f32, 0)),
+				b.load(x, at, v(1)), konst(f32, 0))}},
+		// A ReLU whose zero is -0.
+		{"relu_negative_zero", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Max,
+			Reduce: []kir.Loop{loop("r", 0, 1)},
+			Body: apply(tile.Select, f32, apply(tile.Le, tile.Bool, b.load(x, at, v(1)), konst(f32, 0)),
+				konst(f32, math.Copysign(0, -1)), b.load(x, at, v(1)))}},
+		// A first position where V ≠ O alone, without NaN meeting NaN.
+		{"first_plain_ne", &kir.Kernel{Out: o, Shape: tile.Shape{2, 8}, Agg: tile.Min,
+			Reduce: []kir.Loop{loop("r", 0, 1)},
+			Where: []kir.Cond{{X: kir.IxOfValue(apply(tile.Ne, tile.Bool, b.load(x, at, v(1)),
+				b.fill(o, 0, v(0), v(1)))), Bound: 1}},
+			Body: b.load(pb, v(2))}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
