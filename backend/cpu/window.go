@@ -548,8 +548,7 @@ func sameIx(a, b *kir.Ix) bool {
 // none of its forms.
 func newWindowKernel(p *kir.Program, k *kir.Kernel) (*windowKernel, bool) {
 	nout := len(k.Shape)
-	if nout == 0 || p.Buffers[k.Out].DType != tile.Float32 ||
-		!p.Buffers[k.Out].Shape.Equal(k.Shape) || k.Shape[nout-1] == 0 || k.Shape[nout-1] > chunk {
+	if nout == 0 || p.Buffers[k.Out].DType != tile.Float32 || k.Shape[nout-1] == 0 || k.Shape[nout-1] > chunk {
 		return nil, false
 	}
 	ranges := k.VarRanges()
