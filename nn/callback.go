@@ -354,10 +354,10 @@ type modelCheckpoint struct {
 // monitored value (Monitor, "val_loss" by default; Mode) improves. The path
 // may hold "{epoch}" or "{epoch:02d}", replaced by the 1-based epoch.
 //
-// It never saves a model whose loss is not finite, nor one that a step with
-// a non-finite gradient updated during the epoch (its weights are no longer
-// finite), so that after TerminateOnNaN the last good checkpoint survives,
-// whatever the order of the callbacks; and every file is written to a
+// It never saves a model whose loss is not finite, nor one with a
+// non-finite weight (a step with a non-finite gradient made it so), so that
+// after TerminateOnNaN the last good checkpoint survives, whatever the order
+// of the callbacks; and every file is written to a
 // temporary name and renamed, so a crash mid-write leaves the previous one
 // intact.
 func ModelCheckpoint(path string, opts ...CallbackOption) Callback {
@@ -383,8 +383,10 @@ func (c *modelCheckpoint) OnEpochEnd(m *Model, epoch int, logs Logs) error {
 			return nil
 		}
 	}
-	if step := m.st.nonFinite; step != 0 {
-		m.warnf("ModelCheckpoint: the gradient of step %d (epoch %d) was not finite; not saving, the last checkpoint stays", step, epoch+1)
+	if name, v, err := m.nonFiniteWeight(); err != nil {
+		return err
+	} else if name != "" {
+		m.warnf("ModelCheckpoint: weight %s holds %v at epoch %d; not saving, the last checkpoint stays", name, v, epoch+1)
 		return nil
 	}
 	if c.bestOnly {
@@ -537,42 +539,20 @@ func (c *csvLogger) OnTrainEnd(m *Model, logs Logs) error {
 	return nil
 }
 
-// terminateOnNaN is Keras's TerminateOnNaN, watching the gradient too.
-type terminateOnNaN struct {
-	BaseCallback
-	start int64 // the optimizer's step count at the epoch's start
-}
+// terminateOnNaN is Keras's TerminateOnNaN, watching the weights too.
+type terminateOnNaN struct{ BaseCallback }
 
 // TerminateOnNaN returns a callback that stops training as soon as the
-// running loss is NaN or infinite, or a step's gradient has a NaN or
-// infinite element (which makes the weights it updates non-finite, though
-// the loss may still look finite). Fit checks it whenever it reads the
-// running metrics (a few times a second) and at every epoch's end; the stop
-// reason names the step and the batch of the first bad gradient.
+// running loss is NaN or infinite, which Fit checks whenever it reads the
+// running metrics (a few times a second) and at every epoch's end, or when
+// at an epoch's end a weight is NaN or infinite: a step whose gradient was
+// not finite (an overflow, though the loss still looked finite) left it so.
+// NaN propagates through every op as in PyTorch, so such a weight also
+// makes the following steps' loss NaN.
 func TerminateOnNaN() Callback { return &terminateOnNaN{} }
 
-func (c *terminateOnNaN) OnEpochBegin(m *Model, epoch int) error {
-	it, err := m.Iterations()
-	c.start = it
-	return err
-}
-
-// gradient stops training when the epoch had a step with a non-finite
-// gradient, and reports whether it did.
-func (c *terminateOnNaN) gradient(m *Model, epoch int) bool {
-	step := m.st.nonFinite
-	if step == 0 {
-		return false
-	}
-	batch := step - c.start
-	m.warnf("Batch %d: Invalid gradient (not finite), terminating training", batch)
-	m.stopWith(fmt.Sprintf("the gradient became non-finite (NaN or infinite) at step %d (epoch %d, batch %d); the weights that step updated are no longer finite",
-		step, epoch+1, batch))
-	return true
-}
-
 func (c *terminateOnNaN) OnProgress(m *Model, epoch, batch int, logs Logs) error {
-	if m.stop || c.gradient(m, epoch) {
+	if m.stop {
 		return nil
 	}
 	if v, ok := logs["loss"]; ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
@@ -583,14 +563,42 @@ func (c *terminateOnNaN) OnProgress(m *Model, epoch, batch int, logs Logs) error
 }
 
 func (c *terminateOnNaN) OnEpochEnd(m *Model, epoch int, logs Logs) error {
-	if m.stop || c.gradient(m, epoch) {
+	if m.stop {
 		return nil
 	}
 	if v, ok := logs["loss"]; ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
 		m.warnf("Epoch %d: Invalid loss, terminating training", epoch+1)
 		m.stopWith(fmt.Sprintf("the loss became %v in epoch %d", v, epoch+1))
+		return nil
+	}
+	name, v, err := m.nonFiniteWeight()
+	if err != nil {
+		return err
+	}
+	if name != "" {
+		m.warnf("Epoch %d: Invalid weight %s, terminating training", epoch+1, name)
+		m.stopWith(fmt.Sprintf("weight %s became %v in epoch %d: a step's gradient was not finite (NaN or infinite)", name, v, epoch+1))
 	}
 	return nil
+}
+
+// nonFiniteWeight returns the name and value of the first trainable weight
+// element that is NaN or infinite, or "" when every one is finite. It reads
+// the weights from the device.
+func (m *Model) nonFiniteWeight() (string, float32, error) {
+	for _, w := range m.weights {
+		if !w.trainable {
+			continue
+		}
+		v, err := m.st.f32(w.Name())
+		if err != nil {
+			return "", 0, err
+		}
+		if i := firstNonFinite(v); i >= 0 {
+			return w.Name(), v[i], nil
+		}
+	}
+	return "", 0, nil
 }
 
 // lrScheduler is Keras's LearningRateScheduler.

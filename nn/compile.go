@@ -7,7 +7,6 @@ import (
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/grad"
-	"github.com/tartanml/tartan/op"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -135,46 +134,7 @@ func (m *Model) Compile(opt Optimizer, loss Loss, opts ...CompileOption) error {
 			m.st.declare(n, tile.Float32, tile.Shape{})
 		}
 	}
-	m.st.declare(nonFiniteVar, tile.Int64, tile.Shape{})
-	return m.st.setI64(nonFiniteVar, []int64{0})
-}
-
-// nonFiniteVar is the training step's watch of its gradient: 0 while every
-// step since the accumulators' reset (each epoch's start) had a finite
-// gradient, else the 1-based optimizer step of the first one whose gradient
-// had a NaN or infinite element, whose update made weights non-finite.
-const nonFiniteVar = "train/nonfinite_step"
-
-// gradientWatch adds to a training step the update of nonFiniteVar. Each
-// gradient element times 0 is ±0 when it is finite and NaN when it is NaN
-// or infinite, so the sum of them all is 0 exactly when the whole gradient
-// is finite (a sum rather than the largest magnitude: it is one plain,
-// vectorised pass over the gradients). iter is the optimizer's step counter
-// before this step.
-func gradientWatch(g *tile.Graph, iter *tile.Tensor, grads []*tile.Tensor) {
-	var total *tile.Tensor
-	for _, gr := range grads {
-		if gr.Size() == 0 {
-			continue
-		}
-		z := op.Sum(g, g.Mul(gr, g.ScalarLike(gr, 0)), nil, false)
-		if z.DType() != tile.Float32 {
-			z = g.Cast(z, tile.Float32)
-		}
-		if total == nil {
-			total = z
-		} else {
-			total = g.Add(total, z)
-		}
-	}
-	if total == nil {
-		return
-	}
-	finite := g.Elementwise(tile.Eq, total, g.Scalar(0, tile.Float32))
-	watch := g.Variable(nonFiniteVar, tile.Int64, tile.Shape{})
-	zero := g.Scalar(0, tile.Int64)
-	first := g.Elementwise(tile.And, g.Elementwise(tile.Not, finite), g.Elementwise(tile.Eq, watch, zero))
-	g.Update(watch, g.Select(first, g.Add(iter, g.Scalar(1, tile.Int64)), watch))
+	return nil
 }
 
 // accumulators returns the names of the metric accumulator variables of a
@@ -188,40 +148,23 @@ func (m *Model) accumulators(prefix string) []string {
 	return out
 }
 
-// resetAccumulators sets a prefix's accumulators to zero, and for "train"
-// the gradient's watch too.
+// resetAccumulators sets a prefix's accumulators to zero.
 func (m *Model) resetAccumulators(prefix string) error {
 	for _, n := range m.accumulators(prefix) {
 		if err := m.st.setF32(n, []float32{0}); err != nil {
 			return err
 		}
 	}
-	if prefix == "train" {
-		m.st.nonFinite = 0
-		return m.st.setI64(nonFiniteVar, []int64{0})
-	}
 	return nil
 }
 
 // readLogs reads a prefix's accumulators and returns the mean loss and
 // metrics, under their names with namePrefix before them ("" or "val_").
-// For "train" it also reads the gradient's watch into m.st.nonFinite, and
-// warns the first time it finds a step with a non-finite gradient.
 func (m *Model) readLogs(prefix, namePrefix string) (Logs, error) {
 	names := m.accumulators(prefix)
 	vals, err := m.st.readScalars(names)
 	if err != nil {
 		return nil, err
-	}
-	if prefix == "train" {
-		step, err := m.st.readI64Scalar(nonFiniteVar)
-		if err != nil {
-			return nil, err
-		}
-		if step != 0 && m.st.nonFinite == 0 {
-			m.warnf("Step %d: the gradient is not finite (NaN or infinite); the weights it updated are no longer finite", step)
-		}
-		m.st.nonFinite = step
 	}
 	logs := Logs{}
 	count := vals[0]
@@ -286,7 +229,6 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 		if err != nil {
 			return nil, fmt.Errorf("nn: differentiating the loss of %q: %w", m.name, err)
 		}
-		gradientWatch(g, iter, grads)
 		m.buildUpdate(c, m.comp.opt, iter, ws, grads)
 		for _, u := range c.updates {
 			g.Update(c.v(u.w), u.value)

@@ -25,10 +25,6 @@ type store struct {
 	vars  map[string]*hostVar
 	clock int
 	times hostTimes // where Fit's host time goes, under TARTAN_DEBUG=timing
-	// nonFinite is the gradient's watch (nonFiniteVar) as last read with
-	// the training metrics: the first step of the epoch whose gradient was
-	// not finite, or 0.
-	nonFinite int64
 }
 
 // hostVar is one variable: its host copy and where its latest version is.
