@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/tartanml/tartan/internal/fileinfo"
 )
 
 // ErrUnusable is wrapped by the error about a path that exists but cannot be
@@ -25,27 +27,6 @@ func unusable(path string, cause error, format string, args ...any) error {
 	return fmt.Errorf("data: %s: %w: %s", path, ErrUnusable, msg)
 }
 
-// kindOf names the kind of file a mode describes, as "a directory".
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "a regular file"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "an irregular file"
-}
-
 // checkFile returns nil when path is a regular file or a link to one. When
 // nothing is at path it returns an error wrapping fs.ErrNotExist; when
 // something is there that is not a usable file, an error wrapping
@@ -58,9 +39,9 @@ func checkFile(path string) error {
 			return nil
 		}
 		if target, ok := linkTarget(path); ok {
-			return unusable(path, nil, "it is a symbolic link to %s, which is %s, not a regular file", target, kindOf(fi.Mode()))
+			return unusable(path, nil, "it is a symbolic link to %s, which is %s, not a regular file", target, fileinfo.Kind(fi.Mode()))
 		}
-		return unusable(path, nil, "it is %s, not a regular file", kindOf(fi.Mode()))
+		return unusable(path, nil, "it is %s, not a regular file", fileinfo.Kind(fi.Mode()))
 	}
 	target, isLink := linkTarget(path)
 	switch {
@@ -111,7 +92,7 @@ func openRegular(path string) (*os.File, int64, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, 0, unusable(path, nil, "it is %s, not a regular file", kindOf(fi.Mode()))
+		return nil, 0, unusable(path, nil, "it is %s, not a regular file", fileinfo.Kind(fi.Mode()))
 	}
 	return f, fi.Size(), nil
 }
@@ -126,9 +107,9 @@ func dirProblem(dir string) (problem string, missing bool) {
 			return "", false
 		}
 		if target, ok := linkTarget(dir); ok {
-			return fmt.Sprintf("is a symbolic link to %s, which is %s, not a directory", target, kindOf(fi.Mode())), false
+			return fmt.Sprintf("is a symbolic link to %s, which is %s, not a directory", target, fileinfo.Kind(fi.Mode())), false
 		}
-		return fmt.Sprintf("is %s, not a directory", kindOf(fi.Mode())), false
+		return fmt.Sprintf("is %s, not a directory", fileinfo.Kind(fi.Mode())), false
 	}
 	target, isLink := linkTarget(dir)
 	switch {

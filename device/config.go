@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tartanml/tartan/backend/opencl"
+	"github.com/tartanml/tartan/internal/fileinfo"
 )
 
 // Config is the content of $XDG_CONFIG_HOME/tartan/config.json.
@@ -64,7 +65,7 @@ func loadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("config file %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return Config{}, fmt.Errorf("config file %s is %s, not a regular file", path, describeMode(fi.Mode()))
+		return Config{}, fmt.Errorf("config file %s is %s, not a regular file", path, fileinfo.Kind(fi.Mode()))
 	}
 	if fi.Size() > MaxConfigSize {
 		return Config{}, fmt.Errorf("config file %s is %d bytes, more than the %d a configuration can take (not written by tartan setup?)", path, fi.Size(), MaxConfigSize)
@@ -142,27 +143,6 @@ func ValidID(id string) error {
 		return err
 	}
 	return fmt.Errorf("unknown device %q: want cpu, opencl:<platform>:<device> (see tartan devices) or reference", id)
-}
-
-// describeMode names the kind of file a mode describes, for messages.
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeIrregular != 0:
-		return "an irregular file"
-	}
-	return "an unusual file"
 }
 
 // SaveConfig writes c to the config file atomically: to a temporary file in

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/tartanml/tartan/data"
+	"github.com/tartanml/tartan/internal/fileinfo"
 	"github.com/tartanml/tartan/nn"
 )
 
@@ -458,25 +459,6 @@ func followLinks(path string) (string, fs.FileInfo, error) {
 	}
 }
 
-// describeMode names the kind of file a mode describes, for messages.
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m.IsRegular():
-		return "a regular file"
-	}
-	return "an unusual file"
-}
-
 // checkOutputs checks, before any work, that every output can be written:
 // the path names a regular file (perhaps through symbolic links) or a file
 // that does not exist yet, its directory exists and accepts new files (a
@@ -545,7 +527,7 @@ func checkOutput(f outputFlag, probed map[string]error) (output, error) {
 		via = fmt.Sprintf(" (a symbolic link to %s)", target)
 	}
 	if fi != nil && !fi.Mode().IsRegular() {
-		return o, usageError("--%s %s%s is %s, not a regular file: name a file to write", f.flag, f.path, via, describeMode(fi.Mode()))
+		return o, usageError("--%s %s%s is %s, not a regular file: name a file to write", f.flag, f.path, via, fileinfo.Kind(fi.Mode()))
 	}
 	// The temporary file goes next to the link (where a rename replaces
 	// it) or next to the file it leads to (where a write through the link
@@ -585,7 +567,7 @@ func probeDir(dir string, probed map[string]error) error {
 			return err
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("%s is %s, not a directory", dir, describeMode(fi.Mode()))
+			return fmt.Errorf("%s is %s, not a directory", dir, fileinfo.Kind(fi.Mode()))
 		}
 		tmp, err := os.CreateTemp(dir, ".tartan-probe-*")
 		if err != nil {
