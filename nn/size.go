@@ -1,12 +1,8 @@
 package nn
 
 import (
-	"bufio"
 	"fmt"
 	"math"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/tile"
@@ -17,10 +13,11 @@ import (
 //   - every per-sample shape (an Input's, every layer's output) and every
 //     weight's shape has an element count that fits an int64 and a float32
 //     tensor of that shape fits in tile.MaxBytes;
-//   - the model's weights together (4 bytes a parameter) fit in the
-//     machine's memory: MemTotal of /proc/meminfo, or the memory limit of
-//     the process's control group when that is lower (hw.memsize on macOS).
-//     Where the memory is unknown, the bound is tile.MaxBytes.
+//   - the model's weights together (4 bytes a parameter) fit in the memory
+//     the process may still allocate (backend.HostMemoryAvailable: on Linux
+//     MemAvailable or its memory cgroups' room, on macOS hw.memsize), and
+//     under TARTAN_MEMORY_LIMIT. Where the memory is unknown, the bound is
+//     tile.MaxBytes.
 //
 // A model that fails a check is an error naming the layer, the shape and
 // the bytes, not an out-of-memory crash.
@@ -32,74 +29,21 @@ const weightBytes = 4
 // it.
 var memoryLimit = hostMemoryLimit
 
-// hostMemoryLimit returns the machine's memory in bytes, lowered to the
-// control group's limit and to TARTAN_MEMORY_LIMIT, or tile.MaxBytes when
-// none is known.
+// hostMemoryLimit returns the memory the process may still allocate
+// (backend.HostMemoryAvailable; the machine's total where that is unknown),
+// lowered to TARTAN_MEMORY_LIMIT, or tile.MaxBytes when none is known.
 func hostMemoryLimit() int64 {
-	limit := int64(0)
-	if v := meminfoTotal("/proc/meminfo"); v > 0 {
-		limit = v
-	} else if v := systemMemory(); v > 0 {
-		limit = v
+	limit, _, known := backend.HostMemoryAvailable()
+	if !known || limit <= 0 {
+		limit = backend.HostMemory()
 	}
-	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		if v := readLimitFile(path); v > 0 && (limit == 0 || v < limit) {
-			limit = v
-		}
-	}
-	if v, err := backend.MemoryLimit(); err == nil && v > 0 && (limit == 0 || v < limit) {
+	if v, err := backend.MemoryLimit(); err == nil && v > 0 && (limit <= 0 || v < limit) {
 		limit = v // TARTAN_MEMORY_LIMIT (a malformed value is reported by the device)
 	}
 	if limit <= 0 {
 		return tile.MaxBytes
 	}
 	return limit
-}
-
-// meminfoTotal returns MemTotal of a /proc/meminfo file in bytes, or 0.
-func meminfoTotal(path string) int64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || strings.TrimSpace(k) != "MemTotal" {
-			continue
-		}
-		fields := strings.Fields(v)
-		if len(fields) == 0 {
-			return 0
-		}
-		n, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil || n <= 0 {
-			return 0
-		}
-		if len(fields) > 1 && strings.EqualFold(fields[1], "kB") {
-			if n > math.MaxInt64/1024 {
-				return 0
-			}
-			n *= 1024
-		}
-		return n
-	}
-	return 0
-}
-
-// readLimitFile reads a control group memory limit: a byte count, or "max"
-// (no limit, 0 here).
-func readLimitFile(path string) int64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return n
 }
 
 // checkShapeStorage checks that a float32 tensor of shape s can exist:

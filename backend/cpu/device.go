@@ -60,7 +60,7 @@ func New(opts ...Option) *Device {
 	d.pool = newPool(d.workers)
 	name := cpuModel()
 	d.info = backend.Info{ID: "cpu", Backend: "cpu", Name: name, Vendor: cpuVendor(),
-		Memory: hostMemory(), ComputeUnits: d.workers, Driver: runtime.Version() + " " + runtime.GOARCH}
+		Memory: backend.HostMemory(), ComputeUnits: d.workers, Driver: runtime.Version() + " " + runtime.GOARCH}
 	return d
 }
 
@@ -139,7 +139,7 @@ func (d *Device) reserve(p *kir.Program, size []int, total int64) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	avail, why, known := availableMemory()
+	avail, why, known := backend.HostMemoryAvailable()
 	if limit > 0 {
 		if free := limit - d.held; !known || free < avail {
 			avail, why, known = free, source, true

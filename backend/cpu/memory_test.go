@@ -2,8 +2,6 @@ package cpu
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -91,7 +89,7 @@ func TestProgramTooBigForTheMachine(t *testing.T) {
 	t.Setenv(backend.EnvMemoryLimit, "")
 	d := New(Cache(false))
 	defer d.Close()
-	if _, _, known := availableMemory(); known {
+	if _, _, known := backend.HostMemoryAvailable(); known {
 		_, err := d.Compile(doubling(1 << 40))
 		wantOOM(t, err, `program "double"`, "4398046511104 bytes", "the machine has")
 		t.Log(err)
@@ -105,62 +103,5 @@ func TestProgramTooBigForTheMachine(t *testing.T) {
 		} else {
 			t.Logf("shape %v: %v", shape, err)
 		}
-	}
-}
-
-// TestAvailableMemory reads the available memory from fake /proc and cgroup
-// files: MemAvailable, or a cgroup v1 or v2 limit less use when smaller.
-func TestAvailableMemory(t *testing.T) {
-	write := func(root, name, text string) {
-		t.Helper()
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	meminfo := "MemTotal:       24684092 kB\nMemFree:         1000000 kB\nMemAvailable:   20000000 kB\n"
-
-	root := t.TempDir()
-	write(root, "proc/meminfo", meminfo)
-	if n, src, ok := availableIn(root); !ok || n != 20000000*1024 || !strings.Contains(src, "MemAvailable") {
-		t.Errorf("meminfo only: %d, %q, %v", n, src, ok)
-	}
-
-	// cgroup v2, limited two levels up; a looser limit below.
-	root = t.TempDir()
-	write(root, "proc/meminfo", meminfo)
-	write(root, "proc/self/cgroup", "0::/user.slice/job/task\n")
-	write(root, "proc/self/mountinfo", "30 25 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n")
-	write(root, "sys/fs/cgroup/user.slice/memory.max", "1073741824\n")
-	write(root, "sys/fs/cgroup/user.slice/memory.current", "536870912\n")
-	write(root, "sys/fs/cgroup/user.slice/memory.stat", "anon 1\ninactive_file 104857600\n")
-	write(root, "sys/fs/cgroup/user.slice/job/task/memory.max", "max\n")
-	write(root, "sys/fs/cgroup/user.slice/job/memory.max", "4294967296\n")
-	write(root, "sys/fs/cgroup/user.slice/job/memory.current", "0\n")
-	want := int64(1073741824 - (536870912 - 104857600))
-	if n, src, ok := availableIn(root); !ok || n != want || !strings.Contains(src, "/sys/fs/cgroup/user.slice/memory.max") {
-		t.Errorf("cgroup v2: %d, %q, %v; want %d", n, src, ok, want)
-	}
-
-	// cgroup v1 in a namespaced view: the mount is the process's cgroup.
-	root = t.TempDir()
-	write(root, "proc/meminfo", meminfo)
-	write(root, "proc/self/cgroup", "5:cpu:/\n4:memory:/process_api/abc\n0::/\n")
-	write(root, "proc/self/mountinfo", "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n")
-	write(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "2147483648\n")
-	write(root, "sys/fs/cgroup/memory/memory.usage_in_bytes", "1073741824\n")
-	if n, src, ok := availableIn(root); !ok || n != 1073741824 || !strings.Contains(src, "memory.limit_in_bytes") {
-		t.Errorf("cgroup v1: %d, %q, %v", n, src, ok)
-	}
-	// No limit: MemAvailable.
-	write(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n")
-	if n, _, ok := availableIn(root); !ok || n != 20000000*1024 {
-		t.Errorf("cgroup v1 without a limit: %d, %v", n, ok)
-	}
-	if n, src, ok := availableIn(t.TempDir()); ok {
-		t.Errorf("no files: %d, %q", n, src)
 	}
 }

@@ -1,4 +1,4 @@
-package cpu
+package backend
 
 import "golang.org/x/sys/unix"
 

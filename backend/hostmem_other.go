@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package cpu
+package backend
 
 // systemMemory is unknown outside Linux and macOS.
 func systemMemory() int64 { return 0 }
