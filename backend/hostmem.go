@@ -30,9 +30,9 @@ func HostMemory() int64 {
 // known is false where it cannot be told.
 func HostMemoryAvailable() (avail int64, source string, known bool) { return availableMemory() }
 
-// meminfoField returns the value of the first "key: value" line of a
-// /proc/meminfo file whose key matches, or "".
-func meminfoField(path, key string) string {
+// ProcField returns the value of the first "key: value" line of a /proc
+// file (meminfo, cpuinfo) whose key matches, or "".
+func ProcField(path, key string) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
@@ -50,7 +50,7 @@ func meminfoField(path, key string) string {
 
 // memInfo returns a field of /proc/meminfo under root in bytes.
 func memInfo(root, key string) (int64, bool) {
-	f := strings.Fields(meminfoField(filepath.Join(root, "proc", "meminfo"), key))
+	f := strings.Fields(ProcField(filepath.Join(root, "proc", "meminfo"), key))
 	if len(f) == 0 {
 		return 0, false
 	}
