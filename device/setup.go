@@ -22,20 +22,45 @@ type SetupOptions struct {
 }
 
 // FormatTable writes the devices as an aligned table, numbered from 1, the
-// recommended one marked with '*', followed by the notes.
-func FormatTable(w io.Writer, l Listing) {
+// recommended one marked with '*', followed by the notes and the install
+// hint.
+func FormatTable(w io.Writer, l Listing) { formatTable(w, l, false, "") }
+
+// FormatTableUsing is FormatTable with the device a run uses (the id
+// used, as Choose gives it) marked with '>' before the recommendation
+// mark, followed by the notes but not the hint. No row is marked '>' when
+// used is not listed.
+func FormatTableUsing(w io.Writer, l Listing, used string) { formatTable(w, l, true, used) }
+
+func formatTable(w io.Writer, l Listing, markUsed bool, used string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "   #\tID\tKIND\tNAME\tMEMORY\tUNITS\t")
+	head := "   #"
+	if markUsed {
+		head = "    #"
+	}
+	fmt.Fprintln(tw, head+"\tID\tKIND\tNAME\tMEMORY\tUNITS\t")
 	for i, e := range l.Devices {
 		mark := " "
 		if e.Recommended {
 			mark = "*"
 		}
+		if markUsed {
+			if e.ID == used {
+				mark = ">" + mark
+			} else {
+				mark = " " + mark
+			}
+		}
 		fmt.Fprintf(tw, " %s %d\t%s\t%s\t%s\t%s\t%d\t\n", mark, i+1, e.ID, e.Kind, e.Name, formatBytes(e.Memory), e.ComputeUnits)
 	}
 	tw.Flush()
 	for _, n := range l.Notes {
-		fmt.Fprintf(w, "   note: %s\n", n)
+		// A note's later lines (the libraries tried) are indented under
+		// its text.
+		fmt.Fprintf(w, "   note: %s\n", strings.ReplaceAll(n, "\n", "\n         "))
+	}
+	if l.Hint != "" && !markUsed {
+		fmt.Fprintf(w, "\n%s\n", l.Hint)
 	}
 }
 
