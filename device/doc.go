@@ -18,7 +18,11 @@
 //   - LoadConfig and SaveConfig (config.go): $XDG_CONFIG_HOME/tartan/config.json
 //     (default ~/.config/tartan), written atomically.
 //   - Check (check.go): a quick correctness check of a device against the
-//     reference executor.
+//     reference executor, and the time of a 256×256 product to compare
+//     devices by.
 //   - Setup (setup.go): the interactive setup (list, recommend, ask, check,
-//     save), or non-interactive with a device id and Yes.
+//     save), or non-interactive with a device id and Yes. A chosen device
+//     that runs the check's product much slower than the recommended one
+//     is warned about: interactively saved only on yes, with Yes saved
+//     with a warning.
 package device

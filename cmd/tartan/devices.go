@@ -112,6 +112,6 @@ func setupCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 			return usageError("--device: %v", err)
 		}
 	}
-	_, err := device.Setup(stdin, stdout, device.SetupOptions{Device: *id, Yes: *yes})
+	_, err := device.Setup(stdin, stdout, device.SetupOptions{Device: *id, Yes: *yes, Warnings: stderr})
 	return err
 }
