@@ -48,7 +48,7 @@ func cliWithoutOpenCL(t *testing.T, dir, envDevice string, args ...string) (int,
 
 const missingLibrary = "/nonexistent/libOpenCL.so"
 
-// cpuRow is the table row of the CPU backend on this machine, marked as
+// cpuTable is the table of the CPU backend alone on this machine, marked as
 // given, with the name column as wide as the name (or its heading).
 func cpuTable(mark string) string {
 	i := cpu.New().Info()
