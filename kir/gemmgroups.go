@@ -64,3 +64,33 @@ func GEMMGroups(k *Kernel, a, b *Expr, reads func(f, v int) bool) (*GEMMView, st
 	}
 	return view, ""
 }
+
+// IxVars adds to set the loop variables index expression x reads, including
+// those of the indices of a loaded value it holds.
+func IxVars(x *Ix, set map[int]bool) {
+	if x == nil {
+		return
+	}
+	switch x.Op {
+	case IxVar:
+		set[x.Var] = true
+	case IxValue:
+		ExprVars(x.E, set)
+	}
+	IxVars(x.A, set)
+	IxVars(x.B, set)
+}
+
+// ExprVars adds to set the loop variables expression e reads: those of its
+// loads' indices, its arguments' and theirs.
+func ExprVars(e *Expr, set map[int]bool) {
+	if e == nil {
+		return
+	}
+	for _, x := range e.Index {
+		IxVars(x, set)
+	}
+	for _, a := range e.Args {
+		ExprVars(a, set)
+	}
+}

@@ -117,32 +117,6 @@ type gemmOperand struct {
 	affine  *affinePacker
 }
 
-func varsOf(x *kir.Ix, set map[int]bool) {
-	if x == nil {
-		return
-	}
-	switch x.Op {
-	case kir.IxVar:
-		set[x.Var] = true
-	case kir.IxAdd:
-		varsOf(x.A, set)
-		varsOf(x.B, set)
-	case kir.IxMul, kir.IxFloorDiv, kir.IxMod:
-		varsOf(x.A, set)
-	case kir.IxValue:
-		exprVars(x.E, set)
-	}
-}
-
-func exprVars(e *kir.Expr, set map[int]bool) {
-	for _, x := range e.Index {
-		varsOf(x, set)
-	}
-	for _, a := range e.Args {
-		exprVars(a, set)
-	}
-}
-
 func subset(set map[int]bool, groups ...[]int) bool {
 	allowed := map[int]bool{}
 	for _, g := range groups {
@@ -236,15 +210,15 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 		}
 	}
 	rowSet, colSet := map[int]bool{}, map[int]bool{}
-	exprVars(rowLoad, rowSet)
-	exprVars(colLoad, colSet)
+	kir.ExprVars(rowLoad, rowSet)
+	kir.ExprVars(colLoad, colSet)
 	if !subset(rowSet, g.batch, g.rowVar, g.kVar) || !subset(colSet, g.batch, g.colVar, g.kVar) {
 		return nil, false
 	}
 	var rowConds, colConds []kir.Cond
 	for _, c := range k.Where {
 		set := map[int]bool{}
-		varsOf(c.X, set)
+		kir.IxVars(c.X, set)
 		switch {
 		case subset(set, g.batch, g.rowVar, g.kVar):
 			rowConds = append(rowConds, c)

@@ -18,8 +18,8 @@ func inferGEMM(p *kir.Program, k *kir.Kernel) *kir.GEMMView {
 		return nil
 	}
 	uses := [2]map[int]bool{{}, {}}
-	exprVars(b.Args[0], uses[0])
-	exprVars(b.Args[1], uses[1])
+	kir.ExprVars(b.Args[0], uses[0])
+	kir.ExprVars(b.Args[1], uses[1])
 	view, _ := kir.GEMMGroups(k, b.Args[0], b.Args[1], func(f, v int) bool { return uses[f][v] })
 	if view == nil || view.DotProducts(k) {
 		return nil
