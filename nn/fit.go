@@ -29,6 +29,7 @@ type fitSettings struct {
 	verbose      int
 	out          io.Writer
 	resume       *Checkpoint
+	now          func() time.Time // the clock of the printed times
 }
 
 type fitOption struct {
@@ -81,9 +82,22 @@ func Callbacks(cbs ...Callback) FitOption {
 	return fitOption{"callbacks", func(s *fitSettings) { s.callbacks = append(s.callbacks, cbs...) }}
 }
 
-// Verbose sets what Fit and Evaluate print: 0 nothing, 1 (the default) a
-// progress bar redrawn in place on a terminal and one line per epoch
-// elsewhere, 2 one line per epoch.
+// Verbose sets what Fit, Evaluate and Predict print, as Keras's verbose
+// does: 0 nothing; 1 (the default) a progress bar, redrawn in place on a
+// terminal and printed once finished elsewhere:
+//
+//	Epoch 3/10
+//	938/938 ━━━━━━━━━━━━━━━━━━━━ 4s 4ms/step - accuracy: 0.8870 - loss: 0.3100 - val_accuracy: 0.8702 - val_loss: 0.3580
+//
+// 2 one line per epoch without the bar's graphic, for logs:
+//
+//	Epoch 3/10
+//	938/938 - 4s - 4ms/step - accuracy: 0.8870 - loss: 0.3100 - val_accuracy: 0.8702 - val_loss: 0.3580
+//
+// With 1 or 2, a run that must first compile a step says so, and how long
+// it took:
+//
+//	Compiling the training and evaluation steps for cpu… done in 1.2 s
 func Verbose(v int) FitOption { return fitOption{"verbose", func(s *fitSettings) { s.verbose = v }} }
 
 // Progress sets where the progress bar and warnings go (standard output by
@@ -99,10 +113,17 @@ func Resume(ck *Checkpoint) FitOption {
 	return fitOption{"resume", func(s *fitSettings) { s.resume = ck }}
 }
 
+// clock makes Fit, Evaluate and Predict read the times they print from
+// a function other than time.Now, so that tests see fixed times. Every
+// kind of run accepts it.
+type clock func() time.Time
+
+func (c clock) applyFit(s *fitSettings) { s.now = c }
+
 // newFitSettings applies opts over Keras's defaults and checks that each is
 // one that what accepts.
 func newFitSettings(what string, allowed []string, opts []FitOption) (*fitSettings, error) {
-	s := &fitSettings{batch: 32, epochs: 1, shuffle: true, verbose: 1, out: os.Stdout}
+	s := &fitSettings{batch: 32, epochs: 1, shuffle: true, verbose: 1, out: os.Stdout, now: time.Now}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("nn: %s: nil option", what)
@@ -212,7 +233,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 			keys = append(keys, progKey{evalProg, b})
 		}
 	}
-	if err := m.programs(keys...); err != nil {
+	if err := m.prepare(s.out, s.verbose, s.now, keys...); err != nil {
 		return nil, err
 	}
 
@@ -244,7 +265,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 		if s.verbose > 0 {
 			fmt.Fprintf(s.out, "Epoch %d/%d\n", epoch+1, s.epochs)
 		}
-		bar := newProgressBar(s.out, s.verbose, steps)
+		bar := newProgressBar(s.out, s.verbose, steps, s.now)
 		m.bar = bar
 		if err := m.resetAccumulators("train"); err != nil {
 			return hist, err
@@ -465,10 +486,10 @@ func (m *Model) Evaluate(s Samples, opts ...FitOption) (Logs, error) {
 	for _, b := range batchSizes(s.Len(), set.batch) {
 		keys = append(keys, progKey{evalProg, b})
 	}
-	if err := m.programs(keys...); err != nil {
+	if err := m.prepare(set.out, set.verbose, set.now, keys...); err != nil {
 		return nil, err
 	}
-	bar := newProgressBar(set.out, set.verbose, (s.Len()+set.batch-1)/set.batch)
+	bar := newProgressBar(set.out, set.verbose, (s.Len()+set.batch-1)/set.batch, set.now)
 	logs, err := m.evaluate(s, set.batch, "", bar)
 	if err != nil {
 		return nil, err
@@ -547,11 +568,18 @@ func (m *Model) Predict(s Samples, opts ...FitOption) (*Array, error) {
 	if err := checkBatchBuffers("Predict", n, 1, per, 0); err != nil {
 		return nil, fmt.Errorf("%w (for the predictions of all %d samples)", err, n)
 	}
+	var keys []progKey
+	for _, b := range batchSizes(n, set.batch) {
+		keys = append(keys, progKey{predictProg, b})
+	}
+	if err := m.prepare(set.out, set.verbose, set.now, keys...); err != nil {
+		return nil, err
+	}
 	res := &Array{Shape: append([]int{n}, outShape...), Data: make([]float32, n*per)}
 	x := make([]float32, set.batch*in)
 	idx := make([]int, 0, set.batch)
 	steps := (n + set.batch - 1) / set.batch
-	bar := newProgressBar(set.out, set.verbose, steps)
+	bar := newProgressBar(set.out, set.verbose, steps, set.now)
 	for step := 0; step < steps; step++ {
 		idx = idx[:0]
 		for i := step * set.batch; i < min((step+1)*set.batch, n); i++ {
