@@ -279,7 +279,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 			t := time.Now()
 			b := pf.next()
 			if b.err != nil {
-				return hist, fmt.Errorf("nn: Fit: reading training batch %d: %w", step, b.err)
+				return hist, nestf(b.err, "Fit: reading training batch %d", step)
 			}
 			times.since(&times.read, t)
 			times.steps++
@@ -289,7 +289,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 				return hist, err
 			}
 			if err := m.st.run(p, map[string]any{"x": b.x[:nb*in], "y": b.y[:nb*tgt]}); err != nil {
-				return hist, fmt.Errorf("nn: Fit: epoch %d, step %d: %w", epoch+1, step+1, err)
+				return hist, nestf(err, "Fit: epoch %d, step %d", epoch+1, step+1)
 			}
 			pf.release(b)
 			if watch && step+1 < steps && bar.due() {
@@ -437,7 +437,7 @@ func (m *Model) checkSamples(what string, s Samples, targets bool) error {
 		return fmt.Errorf("nn: the %s samples have no targets", what)
 	}
 	if err := checkTargetShape(m.comp.loss, m.comp.target, ts); err != nil {
-		return fmt.Errorf("nn: %s samples: %w", what, err)
+		return nestf(err, "%s samples", what)
 	}
 	classes := m.comp.loss.classes(m.outputs[0].shape)
 	if classes == 0 {
@@ -454,7 +454,7 @@ func (m *Model) checkSamples(what string, s Samples, targets bool) error {
 			idx = append(idx, i)
 		}
 		if err := s.Read(idx, nil, y[:len(idx)*per]); err != nil {
-			return fmt.Errorf("nn: reading %s labels: %w", what, err)
+			return nestf(err, "reading %s labels", what)
 		}
 		for k, v := range y[:len(idx)*per] {
 			if v != float32(math.Trunc(float64(v))) || v < 0 || int(v) >= classes {
@@ -522,14 +522,14 @@ func (m *Model) evaluate(s Samples, batch int, namePrefix string, bar *progressB
 		}
 		nb := len(idx)
 		if err := s.Read(idx, x[:nb*in], y[:nb*tgt]); err != nil {
-			return nil, fmt.Errorf("nn: reading evaluation batch %d: %w", step, err)
+			return nil, nestf(err, "reading evaluation batch %d", step)
 		}
 		p, err := m.program(progKey{evalProg, nb})
 		if err != nil {
 			return nil, err
 		}
 		if err := m.st.run(p, map[string]any{"x": x[:nb*in], "y": y[:nb*tgt]}); err != nil {
-			return nil, fmt.Errorf("nn: evaluating batch %d: %w", step+1, err)
+			return nil, nestf(err, "evaluating batch %d", step+1)
 		}
 		if bar != nil && bar.live && step+1 < steps && bar.due() {
 			logs, err := m.readLogs("eval", namePrefix)
@@ -587,18 +587,18 @@ func (m *Model) Predict(s Samples, opts ...FitOption) (*Array, error) {
 		}
 		nb := len(idx)
 		if err := s.Read(idx, x[:nb*in], nil); err != nil {
-			return nil, fmt.Errorf("nn: Predict: reading batch %d: %w", step, err)
+			return nil, nestf(err, "Predict: reading batch %d", step)
 		}
 		p, err := m.program(progKey{predictProg, nb})
 		if err != nil {
 			return nil, err
 		}
 		if err := m.st.run(p, map[string]any{"x": x[:nb*in]}); err != nil {
-			return nil, fmt.Errorf("nn: Predict: batch %d: %w", step+1, err)
+			return nil, nestf(err, "Predict: batch %d", step+1)
 		}
 		lo := step * set.batch * per
 		if err := p.exe.ReadOutput("pred", res.Data[lo:lo+nb*per]); err != nil {
-			return nil, fmt.Errorf("nn: Predict: reading batch %d: %w", step+1, err)
+			return nil, nestf(err, "Predict: reading the outputs of batch %d", step+1)
 		}
 		if bar.live && bar.due() && step+1 < steps {
 			bar.update(step+1, nil)
