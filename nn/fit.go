@@ -153,7 +153,11 @@ func newFitSettings(what string, allowed []string, opts []FitOption) (*fitSettin
 // Before anything runs, the data is checked against the model: the input
 // shape, the target shape the loss needs, and, for class labels, that every
 // label is a whole number within the model's classes. A failure returns an
-// error and changes nothing.
+// error and changes nothing. A target shape that does not suit the loss
+// gets a hint when the cause looks plain: one-hot targets given to
+// SparseCategoricalCrossentropy, class indices to CategoricalCrossentropy,
+// or a Dense layer applied to samples of several axes without a Flatten
+// before it.
 func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	s, err := newFitSettings("Fit", nil, opts)
 	if err != nil {
@@ -437,6 +441,9 @@ func (m *Model) checkSamples(what string, s Samples, targets bool) error {
 		return fmt.Errorf("nn: the %s samples have no targets", what)
 	}
 	if err := checkTargetShape(m.comp.loss, m.comp.target, ts); err != nil {
+		if hint := m.targetHint(s, ts); hint != "" {
+			err = textError{err.Error() + hint, err}
+		}
 		return nestf(err, "%s samples", what)
 	}
 	classes := m.comp.loss.classes(m.outputs[0].shape)

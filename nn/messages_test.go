@@ -90,3 +90,64 @@ func TestNestedErrors(t *testing.T) {
 	_, err = m.Predict(constSamples(t, 4, 0.5), BatchSize(2), quiet)
 	check("Predict", err, `nn: Predict: batch 1: running "reg_predict_b2": device lost`)
 }
+
+// TestTargetHints checks the hints of a target shape that does not suit
+// the loss: one-hot targets for a sparse loss, class indices for a
+// categorical one, and a Dense layer that, given samples of more than one
+// axis, classifies each position of the last axis instead of the sample.
+func TestTargetHints(t *testing.T) {
+	x := make([]float32, 4*4)
+	labels := []float32{0, 2, 1, 2}
+	oneHot := []float32{1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1}
+	oneHot5 := []float32{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}
+	clf := func(loss Loss) *Model {
+		m := must(t)(Sequential("m", Input(4), Dense(3, Activation("softmax"))))
+		if err := m.Compile(Adam(0.01), loss, OnDevice(testDevice())); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name string
+		m    *Model
+		s    Samples
+		want string
+	}{
+		{"one-hot, sparse loss", clf(SparseCategoricalCrossentropy()), samples(t, x, []int{4}, oneHot, []int{3}),
+			"nn: training samples: targets of shape (3,) do not suit loss sparse_categorical_crossentropy, which wants () for this model; " +
+				"they look one-hot (3 values a sample, one per class of the model's output (None, 3)): use CategoricalCrossentropy for one-hot targets, or give class indices 0 to 2"},
+		{"one-hot rows, other classes", clf(SparseCategoricalCrossentropy()), samples(t, x, []int{4}, oneHot5, []int{5}),
+			"nn: training samples: targets of shape (5,) do not suit loss sparse_categorical_crossentropy, which wants () for this model; " +
+				"they look one-hot (each a single 1 among 5 values), but the model's output (None, 3) has 3 classes: use CategoricalCrossentropy and a model of 5 outputs, or give class indices 0 to 2"},
+		{"indices, categorical loss", clf(CategoricalCrossentropy()), samples(t, x, []int{4}, labels, nil),
+			"nn: training samples: targets of shape () do not suit loss categorical_crossentropy, which wants (3,) for this model; " +
+				"they look like class indices (whole numbers from 0 to 2): use SparseCategoricalCrossentropy for class indices, or one-hot encode them as (3,)"},
+		{"indices (n, 1), categorical loss", clf(CategoricalCrossentropy()), samples(t, x, []int{4}, labels, []int{1}),
+			"nn: training samples: targets of shape (1,) do not suit loss categorical_crossentropy, which wants (3,) for this model; " +
+				"they look like class indices (whole numbers from 0 to 2): use SparseCategoricalCrossentropy for class indices, or one-hot encode them as (3,)"},
+		{"fractions, categorical loss", clf(CategoricalCrossentropy()), samples(t, x, []int{4}, []float32{0.5, 1, 2, 0}, nil),
+			"nn: training samples: targets of shape () do not suit loss categorical_crossentropy, which wants (3,) for this model"},
+	} {
+		_, err := c.m.Fit(c.s, quiet)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s:\n got %v\nwant %s", c.name, err, c.want)
+		}
+	}
+
+	// Dense on images: Keras's Dense, like Tartan's, applies to the last
+	// axis, so the model's output is one prediction per pixel.
+	m := must(t)(Sequential("m", Input(5, 5, 1), Dense(10, Activation("softmax"))))
+	if err := m.Compile(Adam(0.01), SparseCategoricalCrossentropy(), OnDevice(testDevice())); err != nil {
+		t.Fatal(err)
+	}
+	images := make([]float32, 2*25)
+	hint := "; layer dense (Dense) gets input (None, 5, 5, 1) and applies to its last axis only, giving (None, 5, 5, 10): add a Flatten layer before it to classify whole samples"
+	_, err := m.Fit(samples(t, images, []int{5, 5, 1}, []float32{3, 7}, nil), quiet)
+	if want := "nn: training samples: targets of shape () do not suit loss sparse_categorical_crossentropy, which wants (5, 5) for this model" + hint; err == nil || err.Error() != want {
+		t.Errorf("Dense on images, Fit:\n got %v\nwant %s", err, want)
+	}
+	_, err = m.Evaluate(samples(t, images, []int{5, 5, 1}, make([]float32, 20), []int{10}), quiet)
+	if want := "nn: evaluation samples: targets of shape (10,) do not suit loss sparse_categorical_crossentropy, which wants (5, 5) for this model" + hint; err == nil || err.Error() != want {
+		t.Errorf("Dense on images, Evaluate:\n got %v\nwant %s", err, want)
+	}
+}
