@@ -100,8 +100,9 @@ func Callbacks(cbs ...Callback) FitOption {
 //	Compiling the training and evaluation steps for cpu… done in 1.2 s
 func Verbose(v int) FitOption { return fitOption{"verbose", func(s *fitSettings) { s.verbose = v }} }
 
-// Progress sets where the progress bar and warnings go (standard output by
-// default).
+// Progress sets where the progress bar, the compiling line and warnings go
+// (standard output by default). On a terminal the bar is redrawn in place
+// and cut to its width.
 func Progress(w io.Writer) FitOption {
 	return fitOption{"progress", func(s *fitSettings) { s.out = w }}
 }
