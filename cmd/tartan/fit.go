@@ -37,8 +37,9 @@ type fitOptions struct {
 	plot       string
 	jsonPath   string
 	checkpoint string
-	// seedSet and lrSet say whether --seed and --learning-rate were given.
-	seedSet, lrSet bool
+	// seedSet, optSet and lrSet say whether --seed, --optimizer and
+	// --learning-rate were given.
+	seedSet, optSet, lrSet bool
 }
 
 // fitReport is what --json writes.
@@ -99,7 +100,7 @@ func parseFit(args []string, stdout io.Writer) (*fitOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.seedSet, o.lrSet = f.given("seed"), f.given("learning-rate")
+	o.seedSet, o.optSet, o.lrSet = f.given("seed"), f.given("optimizer"), f.given("learning-rate")
 	_, knownOpt := defaultLearningRates[o.optimizer]
 	switch {
 	case len(rest) > 0:
@@ -187,6 +188,9 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 		if err := checkResumeSeed(o); err != nil {
 			return err
 		}
+		if err := checkResumeOptimizer(o); err != nil {
+			return err
+		}
 	}
 	dev, _, err := openDevice(o.device, stderr)
 	if err != nil {
@@ -270,6 +274,14 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 			if err := m.SetLearningRate(o.lr); err != nil {
 				return err
 			}
+		} else {
+			lr, err := m.LearningRate()
+			if err != nil {
+				return err
+			}
+			// The device keeps it as a float32: say 0.03, not
+			// 0.029999999329447746.
+			o.lr, _ = strconv.ParseFloat(strconv.FormatFloat(lr, 'g', -1, 32), 64)
 		}
 	}
 	if o.checkpoint != "" {
@@ -440,6 +452,33 @@ func checkResumeSeed(o *fitOptions) error {
 		o.seed, seed, o.checkpoint, seed, o.checkpoint, o.seed)
 }
 
+// checkResumeOptimizer makes a resumed run keep its checkpoint's optimizer
+// (a run resumed without --optimizer goes on with it), and refuses an
+// explicit --optimizer that differs from it. A checkpoint whose optimizer
+// cannot be read is left for the resume to report.
+func checkResumeOptimizer(o *fitOptions) error {
+	meta, err := checkpointMetadata(o.checkpoint)
+	if err != nil {
+		return nil
+	}
+	var cfg struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal([]byte(meta["optimizer"]), &cfg) != nil {
+		return nil
+	}
+	if _, ok := defaultLearningRates[cfg.Name]; !ok || cfg.Name == o.optimizer {
+		return nil
+	}
+	if o.optSet {
+		return usageError("--optimizer %s differs from the optimizer %s of checkpoint %s, and a resumed run keeps its checkpoint's optimizer: "+
+			"resume with --optimizer %s or without --optimizer, or remove %s to start afresh with %s",
+			o.optimizer, cfg.Name, o.checkpoint, cfg.Name, o.checkpoint, o.optimizer)
+	}
+	o.optimizer = cfg.Name
+	return nil
+}
+
 // resume loads the checkpoint of o into m, which is compiled.
 func resume(m *nn.Model, o *fitOptions) (*nn.Checkpoint, error) {
 	ck, err := m.LoadCheckpoint(o.checkpoint)
@@ -452,44 +491,53 @@ func resume(m *nn.Model, o *fitOptions) (*nn.Checkpoint, error) {
 	return ck, nil
 }
 
-// maxHeader bounds the safetensors header checkpointSeed reads.
+// maxHeader bounds the safetensors header checkpointMetadata reads.
 const maxHeader = 100 << 20
 
-// checkpointSeed reads the seed recorded in a checkpoint's metadata, from
-// the safetensors header alone.
+// checkpointSeed reads the seed recorded in a checkpoint's metadata.
 func checkpointSeed(path string) (int64, error) {
-	f, err := os.Open(path)
+	meta, err := checkpointMetadata(path)
 	if err != nil {
 		return 0, err
+	}
+	seed, err := strconv.ParseInt(meta["seed"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: bad seed %q in the metadata", path, meta["seed"])
+	}
+	return seed, nil
+}
+
+// checkpointMetadata reads a checkpoint's metadata from the safetensors
+// header alone, unchecked (the resume checks the whole file).
+func checkpointMetadata(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	var n [8]byte
 	if _, err := io.ReadFull(f, n[:]); err != nil {
-		return 0, fmt.Errorf("reading the header of %s: %w", path, err)
+		return nil, fmt.Errorf("reading the header of %s: %w", path, err)
 	}
 	size := binary.LittleEndian.Uint64(n[:])
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if size > maxHeader || size > uint64(fi.Size()-8) {
-		return 0, fmt.Errorf("%s: a header of %d bytes does not fit a checkpoint of %d bytes", path, size, fi.Size())
+		return nil, fmt.Errorf("%s: a header of %d bytes does not fit a checkpoint of %d bytes", path, size, fi.Size())
 	}
 	header := make([]byte, size)
 	if _, err := io.ReadFull(f, header); err != nil {
-		return 0, fmt.Errorf("reading the header of %s: %w", path, err)
+		return nil, fmt.Errorf("reading the header of %s: %w", path, err)
 	}
 	var doc struct {
 		Metadata map[string]string `json:"__metadata__"`
 	}
 	if err := json.Unmarshal(header, &doc); err != nil {
-		return 0, fmt.Errorf("%s: bad header: %w", path, err)
+		return nil, fmt.Errorf("%s: bad header: %w", path, err)
 	}
-	seed, err := strconv.ParseInt(doc.Metadata["seed"], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: bad seed %q in the metadata", path, doc.Metadata["seed"])
-	}
-	return seed, nil
+	return doc.Metadata, nil
 }
 
 // writeJSON writes v to path through a temporary file and a rename.

@@ -502,3 +502,23 @@ func TestPredictImageSteps(t *testing.T) {
 		t.Errorf("grey of red and green: %v, want 76 and 150", g.Pix)
 	}
 }
+
+// TestFitResumeKeepsOptimizer checks that a resumed run goes on with its
+// checkpoint's optimizer and learning rate when --optimizer is not given,
+// and refuses another --optimizer before any work.
+func TestFitResumeKeepsOptimizer(t *testing.T) {
+	dir := fashionDir(t)
+	ck := filepath.Join(t.TempDir(), "ck.safetensors")
+	if code, out, errs := runCLI(quickFit(dir, "--checkpoint", ck, "--optimizer", "sgd", "--learning-rate", "0.03")...); code != exitOK {
+		t.Fatalf("first run: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := runCLI(quickFit(dir, "--checkpoint", ck, "--epochs", "2")...)
+	want := "\nTraining on 100 samples, batch size 50, sgd with learning rate 0.03\nResuming from " + ck + ": 1 of 2 epochs done\nEpoch 2/2\n"
+	if code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("resumed without --optimizer: exit %d, want the output to hold %q:\n%s%s", code, want, out, errs)
+	}
+	code, out, errs = runCLI(quickFit(dir, "--checkpoint", ck, "--epochs", "3", "--optimizer", "adam")...)
+	if code != exitUsage || !strings.Contains(errs, "--optimizer adam differs from the optimizer sgd of checkpoint "+ck) || strings.Contains(out, "Epoch") {
+		t.Errorf("resumed with another --optimizer: exit %d, want %d and a message naming both:\n%s%s", code, exitUsage, out, errs)
+	}
+}
