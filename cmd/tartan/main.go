@@ -33,22 +33,30 @@
 // progress output, the --json history and the --plot. --plot draws the
 // loss and accuracy curves and marks the test accuracy; --save keeps the
 // class names of the data with the model.
+//
 // Before the first step it checks everything it will write: each output
 // path (--save, --json, --plot, --checkpoint) must name a regular file or
 // a new one in a writable directory (a symbolic link to such a file is
 // fine), and no two may name the same file; the training and test sets
 // must be non-empty. With --checkpoint it saves a checkpoint after every
 // epoch and, when the file already exists, resumes from it; a resumed run
-// keeps the checkpoint's seed, so a --seed that differs from it is refused
-// (the same --seed, as when a command is simply run again, is fine).
+// keeps the checkpoint's seed and optimizer, so a --seed or --optimizer
+// that differs from it is refused (the same one, as when a command is
+// simply run again, is fine), and its learning rate unless
+// --learning-rate gives another.
 //
 // evaluate prints a saved model's loss and accuracy on the Fashion-MNIST
 // test set, read from where fit reads it. predict classifies PNG, JPEG and
-// GIF images: each is made grey, inverted when its border is mostly light
-// (--invert auto; Fashion-MNIST shows light garments on black), fitted to
-// the model's input and scaled to [0, 1] as the training data is, and the
-// K most probable classes are printed with their names. summary prints a
-// saved model's layers, parameters and class names.
+// GIF images: each is made grey (transparent pixels count as black),
+// inverted when more than half of its border is light (--invert auto;
+// Fashion-MNIST shows light garments on black, a photo is usually a dark
+// object on a light background), scaled to fit the model's input keeping
+// its proportions (the margin takes the border's mean shade; an image of
+// the input's size is used as it is) and scaled to [0, 1] as the training
+// data is; the K most probable classes (--top, 3) are printed with their
+// names, and the probabilities are the model's outputs, or their softmax
+// for a model that ends in logits. summary prints a saved model's layers,
+// parameters and class names.
 //
 // devices lists the devices a run can use and which is recommended. setup
 // chooses the default device (asking, or with --device ID --yes), checks it
@@ -63,8 +71,9 @@
 // Exit status:
 //
 //	0   success
-//	1   the work failed (bad data, a damaged checkpoint, an unusable device,
-//	    a file that cannot be written, ...)
+//	1   the work failed (bad data, a damaged checkpoint, a model or image
+//	    file that cannot be read, an ONNX model, an unusable device, a file
+//	    that cannot be written, ...)
 //	2   usage error: an unknown command or flag, a bad flag value, a missing
 //	    or extra argument, output paths that collide or that name something
 //	    other than a regular file

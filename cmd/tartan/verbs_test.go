@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -213,6 +215,32 @@ func TestSavedModelVerbs(t *testing.T) {
 		}
 	})
 
+	t.Run("predict without class names", func(t *testing.T) {
+		m, err := nn.Load(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SetLabels(nil); err != nil {
+			t.Fatal(err)
+		}
+		bare := filepath.Join(tmp, "bare.safetensors")
+		if err := m.Save(bare); err != nil {
+			t.Fatal(err)
+		}
+		pix, _, _ := testSet.Sample(0)
+		img := filepath.Join(tmp, "unnamed.png")
+		writeGrayPNG(t, img, pix, 28, 28)
+		code, out, errs := runCLI("predict", bare, img, "--device", "cpu", "--top", "2")
+		lines := strings.Split(out, "\n")
+		if code != exitOK || len(lines) != 4 || !regexp.MustCompile(`^`+regexp.QuoteMeta(img)+`: \d$`).MatchString(lines[0]) ||
+			!regexp.MustCompile(`^  [01]\.\d{4}  \d$`).MatchString(lines[1]) || !strings.HasSuffix(lines[0], lines[1][len(lines[1])-1:]) {
+			t.Errorf("exit %d, want classes by number:\n%s%s", code, out, errs)
+		}
+		if code, out, _ := runCLI("summary", bare); code != exitOK || strings.Contains(out, "Classes") {
+			t.Errorf("summary of a model without names: exit %d\n%s", code, out)
+		}
+	})
+
 	t.Run("evaluate", func(t *testing.T) {
 		js := filepath.Join(tmp, "evaluate.json")
 		code, out, errs := runCLI("evaluate", model, "--data", dir, "--device", "cpu", "--json", js)
@@ -302,12 +330,29 @@ func TestSavedModelVerbs(t *testing.T) {
 		if err := os.WriteFile(text, []byte("not an image"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		fifo := filepath.Join(tmp, "fifo.png")
+		mkfifo(t, fifo)
+		// A PNG whose header claims 100000×100000 pixels.
+		var b bytes.Buffer
+		if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 1, 1))); err != nil {
+			t.Fatal(err)
+		}
+		huge := b.Bytes()
+		binary.BigEndian.PutUint32(huge[16:], 100000) // IHDR width
+		binary.BigEndian.PutUint32(huge[20:], 100000) // IHDR height
+		binary.BigEndian.PutUint32(huge[29:], crc32.ChecksumIEEE(huge[12:29]))
+		hugeFile := filepath.Join(tmp, "huge.png")
+		if err := os.WriteFile(hugeFile, huge, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range []struct {
 			name string
 			args []string
 			code int
 			want string
 		}{
+			{"predict a FIFO", []string{"predict", model, fifo, "--device", "cpu"}, exitError, "image " + fifo + " is a named pipe (FIFO), not a regular file"},
+			{"predict a huge image", []string{"predict", model, hugeFile, "--device", "cpu"}, exitError, "image " + hugeFile + " is 100000×100000 pixels; predict reads images of 1 to 100000000 pixels"},
 			{"fit an ONNX model", []string{"fit", "--model", onnx, "--data", dir, "--device", "cpu"}, exitError, "--model " + onnx + ": ONNX import is not available yet"},
 			{"predict with an ONNX model", []string{"predict", onnx, text}, exitError, "model " + onnx + ": ONNX import is not available yet"},
 			{"evaluate an ONNX model", []string{"evaluate", onnx}, exitError, "ONNX import is not available yet"},
