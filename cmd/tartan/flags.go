@@ -49,7 +49,12 @@ func (f *verbFlags) jsonFlag(p *string) { f.StringVar(p, "json", "", jsonHelp) }
 // printHelp writes the command's help: the usage line, what it does, each
 // flag with two dashes, and the footer.
 func (f *verbFlags) printHelp(w io.Writer) {
-	fmt.Fprintf(w, "Usage: tartan %s\n\n%s\n\nFlags:\n", f.synopsis, f.about)
+	fmt.Fprintf(w, "Usage: tartan %s\n\n%s\n", f.synopsis, f.about)
+	n := 0
+	f.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+	}
 	f.VisitAll(func(fl *flag.Flag) {
 		kind, usage := flag.UnquoteUsage(fl)
 		line := "  --" + fl.Name

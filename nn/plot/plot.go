@@ -187,7 +187,8 @@ func PNG(h *nn.History, opts ...Option) ([]byte, error) {
 	img := vgimg.NewWith(vgimg.UseImage(image.NewRGBA(image.Rect(0, 0, s.width, s.height))), vgimg.UseDPI(dpi))
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1,
-		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadX: 2 * vg.Millimeter, PadY: 4 * vg.Millimeter}
+		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter,
+		PadX: 2 * vg.Millimeter, PadY: 4 * vg.Millimeter}
 	for i, pn := range panels {
 		p := gplot.New()
 		p.Title.Text = pn.title
