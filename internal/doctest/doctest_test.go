@@ -75,6 +75,9 @@ type program struct {
 	args    []string
 	argLine int // the line of the block that gave args, 0 when none did
 	line    int // the line of its first block
+	// starts holds, per file, the Markdown line of each of its blocks'
+	// first line and the file line it became.
+	starts map[string][][2]int
 }
 
 // marker matches the comment before a block.
@@ -136,13 +139,15 @@ func gather(name string, blocks []block) ([]*program, error) {
 	for _, b := range blocks {
 		p := byName[b.program]
 		if p == nil {
-			p = &program{name: b.program, files: map[string]string{}, line: b.line}
+			p = &program{name: b.program, files: map[string]string{}, line: b.line, starts: map[string][][2]int{}}
 			byName[b.program] = p
 			progs = append(progs, p)
 		}
 		if _, ok := p.files[b.file]; !ok {
 			p.order = append(p.order, b.file)
 		}
+		fileLine := strings.Count(p.files[b.file], "\n") + 1
+		p.starts[b.file] = append(p.starts[b.file], [2]int{b.line + 1, fileLine})
 		p.files[b.file] += b.code
 		if len(b.args) > 0 {
 			if p.argLine != 0 {
@@ -307,11 +312,11 @@ func runDoc(t *testing.T, mdPath string, checks map[string]check) {
 		}
 	}
 	if out, err := run(root, goCmd, append([]string{"vet"}, all...)...); err != nil {
-		t.Fatalf("go vet of %s's programs: %v\n%s", mdPath, err, relabel(out, rel, mdPath))
+		t.Fatalf("go vet of %s's programs: %v\n%s", mdPath, err, relabel(out, rel, progs, mdPath))
 	}
 	if len(commands) > 0 {
 		if out, err := run(root, goCmd, append([]string{"build", "-o", bin + string(filepath.Separator)}, commands...)...); err != nil {
-			t.Fatalf("go build of %s's programs: %v\n%s", mdPath, err, relabel(out, rel, mdPath))
+			t.Fatalf("go build of %s's programs: %v\n%s", mdPath, err, relabel(out, rel, progs, mdPath))
 		}
 	}
 
@@ -348,10 +353,30 @@ func runDoc(t *testing.T, mdPath string, checks map[string]check) {
 	}
 }
 
-// relabel replaces the temporary directory in the go command's messages by
-// the Markdown file's name, so that an error points at the documentation.
-func relabel(out, rel, mdPath string) string {
-	return strings.ReplaceAll(out, filepath.ToSlash(rel), mdPath+": program")
+// relabel rewrites the positions in the go command's messages, such as
+// testdata/run-1/train/main.go:12:3, as positions in the Markdown file, so
+// that an error points at the documentation.
+func relabel(out, rel string, progs []*program, mdPath string) string {
+	re := regexp.MustCompile(`\S*` + regexp.QuoteMeta(filepath.ToSlash(rel)) + `/([^/\s]+)/([^/\s:]+\.go):([0-9]+)(:[0-9]+)?`)
+	return re.ReplaceAllStringFunc(out, func(pos string) string {
+		m := re.FindStringSubmatch(pos)
+		n, _ := strconv.Atoi(m[3])
+		for _, p := range progs {
+			if p.name != m[1] {
+				continue
+			}
+			md := 0
+			for _, st := range p.starts[m[2]] {
+				if st[1] <= n {
+					md = st[0] + n - st[1]
+				}
+			}
+			if md > 0 {
+				return fmt.Sprintf("%s:%d%s (program %s, %s:%d%s)", mdPath, md, m[4], m[1], m[2], n, m[4])
+			}
+		}
+		return pos
+	})
 }
 
 // mustMatch fails t unless output has a line matching each pattern and
@@ -440,6 +465,27 @@ func TestREADME(t *testing.T) {
 			}
 		},
 	})
+}
+
+// TestRelabel maps positions in the written files back to the document.
+func TestRelabel(t *testing.T) {
+	doc := "<!-- doctest: a main.go -->\n```go\npackage main\n```\n\ntext\n\n" +
+		"<!-- doctest: a main.go -->\n```go\nfunc main() {\n\tundefined()\n}\n```\n"
+	blocks, err := parseBlocks("doc.md", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs, err := gather("doc.md", blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// main.go is "package main\nfunc main() {\n\tundefined()\n}\n": its
+	// line 3 is the document's line 11.
+	got := relabel("vet: testdata/run-1/a/main.go:3:2: undefined: undefined", "testdata/run-1", progs, "doc.md")
+	want := "vet: doc.md:11:2 (program a, main.go:3:2): undefined: undefined"
+	if got != want {
+		t.Errorf("relabel gave\n%s\nwant\n%s", got, want)
+	}
 }
 
 // TestParseBlocks checks the marking rules on small documents.
