@@ -222,9 +222,10 @@ func fashionMissing(t *testing.T) string {
 	case err == nil:
 		return ""
 	case errors.Is(err, data.ErrNotFound):
-		return "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set TARTAN_DATA)"
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		return "needs Fashion-MNIST (apt-get install dataset-fashion-mnist, or set TARTAN_DATA): " + first
 	}
-	t.Fatalf("Fashion-MNIST is there but cannot be read: %v", err)
+	t.Fatalf("Fashion-MNIST cannot be loaded: %v", err)
 	return ""
 }
 
