@@ -64,6 +64,19 @@ func FuzzReadNPY(f *testing.F) {
 
 func FuzzReadNPZ(f *testing.F) {
 	addGoldenSeeds(f, ".npz")
+	// Small archives, whose every byte the fuzzer can reach.
+	for _, compress := range []bool{false, true} {
+		var buf bytes.Buffer
+		w := NewNPZWriter(&buf, compress)
+		a, _ := New([]int{2}, []float32{1, -2})
+		b, _ := New([]int{}, []bool{true})
+		w.Add("a", a)
+		w.Add("b", b)
+		if err := w.Close(); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzcheck.Bounded(t, fuzzcheck.DefaultLimit, func() {
 			z, err := NewNPZ(bytes.NewReader(data), int64(len(data)))
