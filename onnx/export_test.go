@@ -503,3 +503,90 @@ func countNodes(t *testing.T, path string) int {
 	}
 	return len(mp.GetGraph().GetNode())
 }
+
+// TestExportMultipleOutputs exports a functional model with two inputs
+// and three outputs: one is an input passed through Dropout (so an
+// Identity names it), two others are the same layer's output and a later
+// one.
+func TestExportMultipleOutputs(t *testing.T) {
+	a := nn.Input(3)
+	b := nn.Input(2)
+	h := nn.Apply(nn.Dense(4, nn.Activation("relu")), nn.Apply(nn.Concatenate(), a, b))
+	y := nn.Apply(nn.Dense(2), h)
+	m, err := nn.Functional("multi", []*nn.Node{a, b}, []*nn.Node{y, h, nn.Apply(nn.Dropout(0.1), b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, mp := exportModel(t, m)
+	g := mp.GetGraph()
+	var ins, outs []string
+	for _, v := range g.GetInput() {
+		ins = append(ins, v.GetName())
+	}
+	for _, v := range g.GetOutput() {
+		outs = append(outs, v.GetName()+strings.Join(dims(v), ","))
+	}
+	if !slices.Equal(ins, []string{"input_layer", "input_layer_1"}) {
+		t.Errorf("inputs %v", ins)
+	}
+	if !slices.Equal(outs, []string{"dense_1N,2", "denseN,4", "dropoutN,2"}) {
+		t.Errorf("outputs %v", outs)
+	}
+	if got, want := opTypes(mp), []string{"Concat", "Gemm", "Relu", "Gemm", "Identity"}; !slices.Equal(got, want) {
+		t.Errorf("ops %v, want %v", got, want)
+	}
+	if _, err := exec.LookPath("/usr/bin/python3"); err == nil {
+		py := pythonWith(t, "onnx")
+		p := filepath.Join(t.TempDir(), "multi.onnx")
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(py, "-c", "import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)", p).CombinedOutput(); err != nil {
+			t.Errorf("the ONNX checker refuses the export: %v\n%s", err, out)
+		}
+	}
+}
+
+// TestEvaluatorAgreesWithPyTorch checks testdata/torch/eval_onnx.py, the
+// evaluator behind TestExportAgreesWithPredict, against PyTorch itself:
+// it evaluates the ResNet-18 and MobileNetV2 that export_models.py exports
+// and compares with PyTorch's outputs. Skipped with -short (it takes some
+// seconds of CPU).
+func TestEvaluatorAgreesWithPyTorch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("exporting and evaluating ResNet-18 and MobileNetV2 takes a while; skipped with -short")
+	}
+	py := pythonWith(t, "onnx", "torch", "numpy")
+	dir := t.TempDir()
+	if out, err := exec.Command(py, "testdata/torch/export_models.py", dir).CombinedOutput(); err != nil {
+		t.Fatalf("export_models.py: %v\n%s", err, out)
+	}
+	for _, name := range []string{"resnet18", "mobilenet_v2"} {
+		outDir := filepath.Join(dir, name+"_eval")
+		if out, err := exec.Command(py, "testdata/torch/eval_onnx.py", filepath.Join(dir, name+".onnx"), outDir,
+			filepath.Join(dir, name+"_input.npy")).CombinedOutput(); err != nil {
+			t.Fatalf("%s: eval_onnx.py: %v\n%s", name, err, out)
+		}
+		got, err := npy.ReadFile(filepath.Join(outDir, "output_0.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := npy.ReadFile(filepath.Join(dir, name+"_output.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Shape, want.Shape) {
+			t.Fatalf("%s: shape %v, PyTorch %v", name, got.Shape, want.Shape)
+		}
+		worst := 0.0
+		for i, g := range got.Float32s() {
+			w := float64(want.Float32s()[i])
+			d := math.Abs(float64(g) - w)
+			if d > 1e-4+1e-4*math.Abs(w) {
+				t.Fatalf("%s: element %d: evaluator %g, PyTorch %g", name, i, g, w)
+			}
+			worst = max(worst, d)
+		}
+		t.Logf("%s: %d outputs agree within %.2g", name, got.Len(), worst)
+	}
+}
