@@ -10,7 +10,9 @@ output k with the k-th expected array. The second checks every NAME.onnx
 in DIR that has NAME_input.npy and NAME_output.npy beside it (what
 export_models.py writes). Outputs agree when |got - want| <= atol + rtol·|want|
 elementwise (rtol 1e-4, atol 1e-5 unless --rtol and --atol say otherwise).
-It prints one line per model and exits with status 1 if any disagrees.
+It runs on onnxruntime's CPU provider unless --cuda is given (then on CUDA
+with TF32 off, so that float32 products stay within the tolerance). It
+prints one line per model and exits with status 1 if any disagrees.
 """
 import argparse
 import glob
@@ -21,8 +23,8 @@ import numpy as np
 import onnxruntime as ort
 
 
-def check(model, inputs, expected, rtol, atol):
-    sess = ort.InferenceSession(model, providers=ort.get_available_providers())
+def check(model, inputs, expected, rtol, atol, providers):
+    sess = ort.InferenceSession(model, providers=providers)
     names = [i.name for i in sess.get_inputs()]
     if len(names) != len(inputs):
         return False, "the model has %d inputs, %d given" % (len(names), len(inputs))
@@ -50,6 +52,8 @@ def main():
     p.add_argument("--dir")
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--atol", type=float, default=1e-5)
+    p.add_argument("--cuda", action="store_true",
+                   help="run on CUDAExecutionProvider (TF32 off) instead of the CPU")
     a = p.parse_args()
     jobs = []
     if a.dir:
@@ -63,10 +67,13 @@ def main():
         p.error("give a model or --dir")
     if not jobs:
         sys.exit("no models to check")
+    providers = ["CPUExecutionProvider"]
+    if a.cuda:
+        providers = [("CUDAExecutionProvider", {"use_tf32": 0}), "CPUExecutionProvider"]
     bad = 0
-    print("onnxruntime", ort.__version__, ort.get_available_providers())
+    print("onnxruntime", ort.__version__, "providers", providers)
     for m, ins, exp in jobs:
-        ok, msg = check(m, ins, exp, a.rtol, a.atol)
+        ok, msg = check(m, ins, exp, a.rtol, a.atol, providers)
         print("%s %s: %s" % ("ok  " if ok else "FAIL", m, msg))
         bad += not ok
     sys.exit(1 if bad else 0)
