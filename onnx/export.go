@@ -180,6 +180,9 @@ type exporter struct {
 	g        *pb.GraphProto
 	used     map[string]bool
 	bytes    int64
+	// weights maps a layer's weight ("dense/kernel") to its initializer,
+	// so that a layer called several times stores its weights once.
+	weights map[string]string
 }
 
 // exportArchitecture builds the ONNX model of an nn architecture whose
@@ -189,7 +192,7 @@ func exportArchitecture(js []byte, weight func(string) (*nn.Array, error), s exp
 	if err := json.Unmarshal(js, &a); err != nil {
 		return nil, fmt.Errorf("onnx: export: reading the model's architecture: %w", err)
 	}
-	e := &exporter{settings: s, weight: weight, g: &pb.GraphProto{Name: proto.String(a.Name)}, used: map[string]bool{}}
+	e := &exporter{settings: s, weight: weight, g: &pb.GraphProto{Name: proto.String(a.Name)}, used: map[string]bool{}, weights: map[string]string{}}
 	layers := map[string]*expLayer{}
 	var order []*expLayer
 	for _, l := range a.Layers {
@@ -381,6 +384,18 @@ func (e *exporter) initF32(base string, dims []int, data []float32) string {
 	e.bytes += int64(len(raw))
 	e.g.Initializer = append(e.g.Initializer, t)
 	return name
+}
+
+// initWeight adds the initializer of a layer's weight once, however many
+// times the layer is called; name is "layer/weight" and the data the same
+// on every call.
+func (e *exporter) initWeight(name string, dims []int, data []float32) string {
+	if n, ok := e.weights[name]; ok {
+		return n
+	}
+	n := e.initF32(name, dims, data)
+	e.weights[name] = n
+	return n
 }
 
 // initI64 adds an int64 initializer and returns its name.
@@ -589,14 +604,14 @@ func (e *exporter) layer(l *expLayer, in []*expValue, ref string) (*expValue, er
 		if err != nil {
 			return nil, err
 		}
-		ins := []string{e.get(x, false), e.initF32(l.name+"/kernel", []int{fin, c.Units}, k)}
+		ins := []string{e.get(x, false), e.initWeight(l.name+"/kernel", []int{fin, c.Units}, k)}
 		var bias string
 		if c.UseBias {
 			b, err := e.weightOf(l, "bias", c.Units)
 			if err != nil {
 				return nil, err
 			}
-			bias = e.initF32(l.name+"/bias", []int{c.Units}, b)
+			bias = e.initWeight(l.name+"/bias", []int{c.Units}, b)
 		}
 		shape := append(append([]int{}, x.shape[:len(x.shape)-1]...), c.Units)
 		out := preActivation(ref, "dense", c.Activation)
@@ -704,7 +719,7 @@ func (e *exporter) layer(l *expLayer, in []*expValue, ref string) (*expValue, er
 					v[i] = w.def
 				}
 			}
-			ins = append(ins, e.initF32(l.name+"/"+w.short, []int{ch}, v))
+			ins = append(ins, e.initWeight(l.name+"/"+w.short, []int{ch}, v))
 		}
 		y := e.node("BatchNormalization", ins, ref, attrFloat("epsilon", c.Epsilon))
 		return withName(x.shape, y, true), nil
@@ -955,13 +970,13 @@ func (e *exporter) conv(l *expLayer, in []*expValue, ref string) (*expValue, err
 		w, wshape = permute(k, append(kshape, cin/group, cout), perm)
 	}
 	shape[rank] = cout
-	ins := []string{e.get(x, true), e.initF32(l.name+"/kernel", wshape, w)}
+	ins := []string{e.get(x, true), e.initWeight(l.name+"/kernel", wshape, w)}
 	if c.UseBias {
 		b, err := e.weightOf(l, "bias", cout)
 		if err != nil {
 			return nil, err
 		}
-		ins = append(ins, e.initF32(l.name+"/bias", []int{cout}, b))
+		ins = append(ins, e.initWeight(l.name+"/bias", []int{cout}, b))
 	}
 	y := e.node("Conv", ins, preActivation(ref, "conv", c.Activation), attrInts("kernel_shape", c.KernelSize), attrInts("strides", c.Strides),
 		attrInts("dilations", c.DilationRate), attrInts("pads", pads), attrInt("group", int64(group)))
@@ -1007,13 +1022,13 @@ func (e *exporter) layerNorm(l *expLayer, in []*expValue, ref string) (*expValue
 			for i := range v {
 				v[i] = def
 			}
-			return e.initF32(l.name+"/"+short, pshape, v), nil
+			return e.initWeight(l.name+"/"+short, pshape, v), nil
 		}
 		v, err := e.weightOf(l, short, n)
 		if err != nil {
 			return "", err
 		}
-		return e.initF32(l.name+"/"+short, pshape, v), nil
+		return e.initWeight(l.name+"/"+short, pshape, v), nil
 	}
 	gamma, err := param("gamma", c.Scale, 1)
 	if err != nil {
@@ -1066,7 +1081,7 @@ func (e *exporter) embedding(l *expLayer, in []*expValue, ref string) (*expValue
 	if err != nil {
 		return nil, err
 	}
-	tname := e.initF32(l.name+"/embeddings", []int{c.InputDim, c.OutputDim}, table)
+	tname := e.initWeight(l.name+"/embeddings", []int{c.InputDim, c.OutputDim}, table)
 	idx := e.node("Cast", []string{e.get(x, false)}, ref+"/indices", attrInt("to", int64(pb.TensorProto_INT64)))
 	zero := e.initI64(l.name+"/zero", nil, []int64{0})
 	size := e.initI64(l.name+"/input_dim", nil, []int64{int64(c.InputDim)})

@@ -117,7 +117,8 @@ func exportCases(t *testing.T) []exportCase {
 	cat := nn.Apply(nn.Concatenate(), sum, nn.Apply(nn.BatchNormalization(), sum))
 	pooled := nn.Apply(nn.GlobalMaxPooling2D(), nn.Apply(nn.MaxPooling2D(2), cat))
 	flat := nn.Apply(nn.Flatten(), nn.Apply(nn.Conv2D(3, 2, nn.Strides(2)), cat))
-	j := nn.Apply(nn.Concatenate(nn.Axis(1)), pooled, nn.Apply(nn.Dense(8), flat))
+	shared := nn.Dense(8, nn.Activation("tanh")) // called twice
+	j := nn.Apply(nn.Concatenate(nn.Axis(1)), nn.Apply(shared, pooled), nn.Apply(shared, nn.Apply(nn.Dense(8), flat)))
 	r := nn.Apply(nn.Reshape([]int{4, 4}), j)
 	r = nn.Apply(nn.LayerNormalization(nn.Axis(-2)), r)
 	r = nn.Apply(nn.Concatenate(nn.Axis(1)), r, nn.Apply(nn.Softmax(nn.Axis(-2)), r))
@@ -588,5 +589,28 @@ func TestEvaluatorAgreesWithPyTorch(t *testing.T) {
 			worst = max(worst, d)
 		}
 		t.Logf("%s: %d outputs agree within %.2g", name, got.Len(), worst)
+	}
+}
+
+// TestExportSharedLayer checks that a layer called twice stores its
+// weights once.
+func TestExportSharedLayer(t *testing.T) {
+	in := nn.Input(4)
+	d := nn.Dense(4)
+	h := nn.Apply(d, in)
+	m, err := nn.Functional("shared", []*nn.Node{in}, []*nn.Node{nn.Apply(nn.Add(), h, nn.Apply(d, h))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, mp := exportModel(t, m)
+	var inits []string
+	for _, i := range mp.GetGraph().GetInitializer() {
+		inits = append(inits, i.GetName())
+	}
+	if !slices.Equal(inits, []string{"dense/kernel", "dense/bias"}) {
+		t.Errorf("initializers %v", inits)
+	}
+	if got, want := opTypes(mp), []string{"Gemm", "Gemm", "Add"}; !slices.Equal(got, want) {
+		t.Errorf("ops %v, want %v", got, want)
 	}
 }
