@@ -80,23 +80,26 @@ func (a *Array) Len() int {
 	return n
 }
 
-// The typed accessors return Data when it has that type, and nil otherwise.
+func (a *Array) Bools() []bool     { v, _ := a.Data.([]bool); return v }
+func (a *Array) Int8s() []int8     { v, _ := a.Data.([]int8); return v }
+func (a *Array) Int16s() []int16   { v, _ := a.Data.([]int16); return v }
+func (a *Array) Int32s() []int32   { v, _ := a.Data.([]int32); return v }
+func (a *Array) Int64s() []int64   { v, _ := a.Data.([]int64); return v }
+func (a *Array) Uint8s() []uint8   { v, _ := a.Data.([]uint8); return v }
+func (a *Array) Uint16s() []uint16 { v, _ := a.Data.([]uint16); return v }
+func (a *Array) Uint32s() []uint32 { v, _ := a.Data.([]uint32); return v }
+func (a *Array) Uint64s() []uint64 { v, _ := a.Data.([]uint64); return v }
+func (a *Array) Halfs() []Half     { v, _ := a.Data.([]Half); return v }
 
-func (a *Array) Bools() []bool       { v, _ := a.Data.([]bool); return v }
-func (a *Array) Int8s() []int8       { v, _ := a.Data.([]int8); return v }
-func (a *Array) Int16s() []int16     { v, _ := a.Data.([]int16); return v }
-func (a *Array) Int32s() []int32     { v, _ := a.Data.([]int32); return v }
-func (a *Array) Int64s() []int64     { v, _ := a.Data.([]int64); return v }
-func (a *Array) Uint8s() []uint8     { v, _ := a.Data.([]uint8); return v }
-func (a *Array) Uint16s() []uint16   { v, _ := a.Data.([]uint16); return v }
-func (a *Array) Uint32s() []uint32   { v, _ := a.Data.([]uint32); return v }
-func (a *Array) Uint64s() []uint64   { v, _ := a.Data.([]uint64); return v }
-func (a *Array) Halfs() []Half       { v, _ := a.Data.([]Half); return v }
+// Float32s returns Data as []float32, or nil when the array holds another type.
 func (a *Array) Float32s() []float32 { v, _ := a.Data.([]float32); return v }
+
+// Float64s returns Data as []float64, or nil when the array holds another type.
 func (a *Array) Float64s() []float64 { v, _ := a.Data.([]float64); return v }
 
 // AsFloat64 returns the elements converted to float64: booleans as 0 or 1,
 // integers rounded to the nearest float64 (exact up to 2^53).
+// AsFloat64 returns Data as []float64, or nil when the array holds another type.
 func (a *Array) AsFloat64() []float64 {
 	n := sliceLen(a.Data)
 	out := make([]float64, n)
@@ -108,6 +111,7 @@ func (a *Array) AsFloat64() []float64 {
 
 // AsFloat32 returns the elements converted to float32, as AsFloat64 then a
 // rounding to float32 would (float32 and Float16 values exactly).
+// AsFloat32 returns Data as []float32, or nil when the array holds another type.
 func (a *Array) AsFloat32() []float32 {
 	if v := a.Float32s(); v != nil {
 		return append([]float32{}, v...)
