@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tartanml/tartan/nn"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -118,26 +117,4 @@ func FromValue(v *tile.Value) (*Array, error) {
 		return New(shape, append([]float64{}, v.Data...))
 	}
 	return nil, fmt.Errorf("npy: tile.Value of dtype %v has no NumPy type", v.DType)
-}
-
-// ToNN converts a to an nn.Array, whose elements are float32: other types
-// are converted as AsFloat32 does (so integer class labels and embedding
-// indices arrive as nn expects them). A 0-d array becomes shape (1).
-func (a *Array) ToNN() (*nn.Array, error) {
-	if err := a.Check(); err != nil {
-		return nil, err
-	}
-	shape := append([]int{}, a.Shape...)
-	if len(shape) == 0 {
-		shape = []int{1}
-	}
-	return nn.NewArray(a.AsFloat32(), shape...)
-}
-
-// FromNN converts an nn.Array to a Float32 Array, copying its data.
-func FromNN(x *nn.Array) (*Array, error) {
-	if x == nil {
-		return nil, fmt.Errorf("npy: nil nn.Array")
-	}
-	return New(x.Shape, append([]float32{}, x.Data...))
 }

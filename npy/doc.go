@@ -21,6 +21,8 @@
 // with the size the archive declares and stay within NPZ.MaxBytes, so an
 // archive cannot expand into more memory than that bound (a zip bomb).
 //
-// ToValue and FromValue convert to and from tile.Value; ToNN and FromNN to
-// and from nn.Array, Tartan's float32 host tensor.
+// ToValue and FromValue convert to and from tile.Value. For nn's float32
+// host arrays, nn.NewArray(a.AsFloat32(), a.Shape...) and
+// npy.New(x.Shape, x.Data) convert without a dependency of npy on nn, so
+// that nn may read NumPy files itself.
 package npy

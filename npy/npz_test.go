@@ -4,12 +4,10 @@ import (
 	"archive/zip"
 	"bytes"
 	"errors"
-	"math"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/tartanml/tartan/nn"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -170,28 +168,5 @@ func TestValueConversions(t *testing.T) {
 	v, err = sc.ToValue()
 	if err != nil || v.DType != tile.Bool || len(v.Shape) != 0 || v.Data[0] != 1 {
 		t.Errorf("0-d bool: %v %v", v, err)
-	}
-}
-
-// TestNNConversions converts to and from nn.Array.
-func TestNNConversions(t *testing.T) {
-	labels, _ := New([]int{3}, []int64{2, 0, 9})
-	x, err := labels.ToNN()
-	if err != nil || !slices.Equal(x.Data, []float32{2, 0, 9}) || !slices.Equal(x.Shape, []int{3}) {
-		t.Errorf("labels to nn: %v %v", x, err)
-	}
-	y, _ := nn.NewArray([]float32{1, 2, 3, 4, 5, 6}, 2, 3)
-	a, err := FromNN(y)
-	if err != nil || a.DType != Float32 || !slices.Equal(a.Shape, []int{2, 3}) || a.Float32s()[5] != 6 {
-		t.Errorf("nn to npy: %v %v", a, err)
-	}
-	y.Data[0] = 100
-	if a.Float32s()[0] != 1 {
-		t.Errorf("FromNN shares the nn data")
-	}
-	f64, _ := New([]int{1}, []float64{math.Pi})
-	x, _ = f64.ToNN()
-	if x.Data[0] != float32(math.Pi) {
-		t.Errorf("float64 to nn: %v", x.Data)
 	}
 }

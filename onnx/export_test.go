@@ -441,7 +441,7 @@ func TestExportAgreesWithPredict(t *testing.T) {
 		if err := ExportFile(c.model, model); err != nil {
 			t.Fatal(err)
 		}
-		xa, err := npy.FromNN(x)
+		xa, err := npy.New(x.Shape, slices.Clone(x.Data))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -471,7 +471,7 @@ func TestExportAgreesWithPredict(t *testing.T) {
 		}
 		t.Logf("%s: %d nodes, %d outputs agree within %.2g", c.name, countNodes(t, model), len(want.Data), worst)
 		if keep != "" {
-			wa, err := npy.FromNN(want)
+			wa, err := npy.New(want.Shape, slices.Clone(want.Data))
 			if err == nil {
 				err = os.MkdirAll(keep, 0o755)
 			}
