@@ -13,7 +13,11 @@
 //     channels-last layouts) from a seed, 0 unless InitWeights says otherwise.
 //   - Compiling. Compile attaches an Optimizer (SGD, Adam, AdamW, RMSprop,
 //     optionally with a learning-rate Schedule), a Loss and Metrics, and
-//     chooses the Device.
+//     chooses the Device with OnDevice. A device comes from device.Select
+//     (its argument, such as a --device flag's value, then $TARTAN_DEVICE,
+//     then the device `tartan setup` saved, then the best one available),
+//     from device.Open for a known id, or from a backend's constructor such
+//     as cpu.New().
 //   - Running. Fit, Evaluate and Predict turn the model into tile graphs and
 //     compile each once per distinct batch size, all of them before the
 //     first step, saying so unless Verbose(0) ("Compiling the training step
