@@ -18,7 +18,8 @@ import (
 //
 // On a terminal it shows the seconds spent so far, redrawn in place once a
 // second, until it finishes (shortened to "Compiling for cpu…" or
-// "Compiling…" while it is redrawn, if the terminal is too narrow); elsewhere the start is written at once and the
+// "Compiling…" if the terminal is too narrow); elsewhere the start is
+// written at once and the
 // end when compiling ends. Executables already in memory print nothing.
 // Times come from now, so that tests see fixed ones.
 func (m *Model) prepare(w io.Writer, verbose int, now func() time.Time, keys ...progKey) error {
@@ -43,8 +44,8 @@ func (m *Model) prepare(w io.Writer, verbose int, now func() time.Time, keys ...
 
 	// On a terminal: redraw "msg 3 s" each second on its own goroutine,
 	// which alone writes to w until it is stopped. Lines redrawn in place
-	// must not wrap, so a narrow terminal gets a shorter message; the
-	// finished line, which nothing redraws, is whole.
+	// must not wrap, so a narrow terminal gets a shorter message, the
+	// finished line too.
 	short := []string{msg, fmt.Sprintf("Compiling for %s…", m.dev.Info().ID), "Compiling…"}
 	line := fitLine(short, "", terminalColumns(w)-1)
 	fmt.Fprint(w, line)
@@ -75,7 +76,7 @@ func (m *Model) prepare(w io.Writer, verbose int, now func() time.Time, keys ...
 	err := m.programs(keys...)
 	close(stop)
 	<-done
-	end := msg + compileEnd(now().Sub(start), err)
+	end := fitLine(short, compileEnd(now().Sub(start), err), terminalColumns(w)-1)
 	fmt.Fprint(w, "\r"+end+strings.Repeat(" ", max(width-utf8.RuneCountInString(end), 0))+"\n")
 	return err
 }

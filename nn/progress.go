@@ -96,18 +96,53 @@ func (b *progressBar) finish(logs Logs) {
 	}
 	segs := b.render(b.target, logs, true)
 	limit := 0
+	lines := [][]segment{segs}
 	if b.live {
 		limit = b.columns() - 1
-		segs = fitSegments(segs, limit, true)
+		lines = foldSegments(fitSegments(segs, limit, true), limit)
 	}
-	line, width := b.join(segs)
+	line, width := b.join(lines[0])
 	prefix, pad := "", ""
 	if b.drawn {
 		prefix = "\r"
 		pad = padding(min(b.width, limit) - width)
 	}
-	fmt.Fprint(b.w, prefix+line+pad+"\n")
+	out := prefix + line + pad + "\n"
+	for _, l := range lines[1:] {
+		text, _ := b.join(l)
+		out += text + "\n"
+	}
+	fmt.Fprint(b.w, out)
 	b.width, b.drawn = 0, false
+}
+
+// foldSegments splits a finished line that is wider than limit into lines
+// of at most limit columns at segment boundaries, so that the terminal
+// never wraps it: each further line starts with two spaces and the metric
+// that did not fit ("  - val_loss: 0.3580"). A segment too long for a line
+// of its own is cut.
+func foldSegments(segs []segment, limit int) [][]segment {
+	limit = max(limit, 1)
+	if segmentsWidth(segs) <= limit {
+		return [][]segment{segs}
+	}
+	var lines [][]segment
+	var cur []segment
+	for _, s := range segs {
+		if len(cur) > 0 && segmentsWidth(cur)+utf8.RuneCountInString(s.text) > limit {
+			lines = append(lines, cur)
+			s.text = "  " + strings.TrimPrefix(s.text, " ")
+			cur = nil
+		}
+		cur = append(cur, s)
+	}
+	lines = append(lines, cur)
+	for _, l := range lines {
+		if segmentsWidth(l) > limit {
+			l[len(l)-1].text = string([]rune(l[len(l)-1].text)[:max(0, utf8.RuneCountInString(l[len(l)-1].text)-(segmentsWidth(l)-limit))])
+		}
+	}
+	return lines
 }
 
 // padding returns n spaces, none when n is not positive.

@@ -107,8 +107,9 @@ func TestProgressWidth(t *testing.T) {
 		}
 	}
 
-	// Redraws at 40 columns; the finished line keeps every metric and
-	// wraps, which is harmless as nothing redraws over it.
+	// Redraws at 40 columns; the finished line keeps every metric, folded
+	// onto further lines at metric boundaries so that the terminal never
+	// wraps it.
 	var buf bytes.Buffer
 	b := newProgressBar(&buf, 1, 938, fakeClock(t0, t0.Add(2*time.Second), t0.Add(3*time.Second), t0.Add(75*time.Second)))
 	b.live, b.columns = true, func() int { return 40 }
@@ -117,7 +118,10 @@ func TestProgressWidth(t *testing.T) {
 	b.finish(Logs{"loss": 0.5, "accuracy": 0.875, "val_loss": 0.45, "val_accuracy": 0.8})
 	want := "\r469/938 2s 4ms/step - loss: 0.4897" +
 		"\r938/938 0s 3ms/step - loss: 0.5000" +
-		"\r938/938 75s 80ms/step - accuracy: 0.8750 - loss: 0.5000 - val_accuracy: 0.8000 - val_loss: 0.4500\n"
+		"\r938/938 75s 80ms/step             \n" +
+		"  - accuracy: 0.8750 - loss: 0.5000\n" +
+		"  - val_accuracy: 0.8000\n" +
+		"  - val_loss: 0.4500\n"
 	if got := buf.String(); got != want {
 		t.Errorf("redraws at 40 columns:\n%q\nwant\n%q", got, want)
 	}
