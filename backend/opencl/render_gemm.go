@@ -112,6 +112,11 @@ func deriveView(k *kir.Kernel) *kir.GEMMView {
 	}
 	reads := [2]map[int]bool{exprVars(b.Args[0]), exprVars(b.Args[1])}
 	v, _ := kir.GEMMGroups(k, b.Args[0], b.Args[1], func(f, x int) bool { return reads[f][x] })
+	if v != nil && v.A != b.Args[0] {
+		// The first factor stays A (its loops M), as the templates' tile
+		// shapes were chosen for.
+		v.A, v.B, v.M, v.N = v.B, v.A, v.N, v.M
+	}
 	return v
 }
 
