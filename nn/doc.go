@@ -12,7 +12,8 @@
 //     …) and draws the initial weights (glorot-uniform kernels, zero biases,
 //     channels-last layouts) from a seed, 0 unless InitWeights says otherwise.
 //   - Compiling. Compile attaches an Optimizer (SGD, Adam, AdamW, RMSprop,
-//     optionally with a learning-rate Schedule), a Loss and Metrics, and
+//     Adagrad, Nadam, Adamax, Lion, optionally with a learning-rate Schedule
+//     and gradient clipping), a Loss and Metrics, and
 //     chooses the Device with OnDevice. A device comes from device.Select
 //     (its argument, such as a --device flag's value, then $TARTAN_DEVICE,
 //     then the device `tartan setup` saved, then the best one available),
