@@ -7,86 +7,107 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/cpu"
 )
+
+// goldenOptimizers is testdata/torch/optimizers.json.
+type goldenOptimizers struct {
+	X, Y, Kernel [][]float64
+	Bias         []float64
+	Steps        int
+	Cases        map[string]goldenResult
+}
+
+// goldenResult is one case of it: the loss before each step, the weights
+// after the last.
+type goldenResult struct {
+	Losses, Kernel, Bias []float64
+}
+
+// flat flattens rows into float32s.
+func flat(rows ...[]float64) []float32 {
+	var out []float32
+	for _, r := range rows {
+		for _, v := range r {
+			out = append(out, float32(v))
+		}
+	}
+	return out
+}
 
 // TestOptimizersMatchPyTorch runs five full-batch steps of Adagrad, Nadam
 // and Adamax, with and without clipping, on a Dense(2) layer over three
 // features and compares every step's loss and the final weights with
-// torch.optim's float64 run (testdata/torch/gen_optimizers.py, which says
-// how each torch optimizer's arguments make its update Keras's).
+// PyTorch's float64 run (testdata/torch/gen_optimizers.py, which says how
+// each torch optimizer's arguments make its update Keras's), on the
+// reference device and on the CPU backend.
 func TestOptimizersMatchPyTorch(t *testing.T) {
 	raw, err := os.ReadFile("testdata/torch/optimizers.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		Losses, Kernel, Bias []float64
-	}
-	var golden struct {
-		X, Y, Kernel [][]float64
-		Bias         []float64
-		Steps        int
-		Cases        map[string]result
-	}
+	var golden goldenOptimizers
 	if err := json.Unmarshal(raw, &golden); err != nil {
 		t.Fatal(err)
 	}
-	flat := func(rows [][]float64) []float32 {
-		var out []float32
-		for _, r := range rows {
-			for _, v := range r {
-				out = append(out, float32(v))
-			}
-		}
-		return out
-	}
-	cases := map[string]Optimizer{
-		"adagrad":               Adagrad(0.1, Epsilon(0)),
-		"adagrad initial 0.5":   Adagrad(0.1, Epsilon(0), InitialAccumulatorValue(0.5)),
-		"nadam":                 Nadam(0.01),
-		"nadam beta":            Nadam(0.05, Beta1(0.8), Beta2(0.99)),
-		"adamax":                Adamax(0.01, Epsilon(0)),
-		"adamax clipnorm":       Adamax(0.01, Epsilon(0), ClipNorm(1)),
-		"nadam global_clipnorm": Nadam(0.01, GlobalClipNorm(2)),
-		"adagrad clipvalue":     Adagrad(0.1, Epsilon(0), ClipValue(0.5)),
+	cases := map[string]func() Optimizer{
+		"adagrad":               func() Optimizer { return Adagrad(0.1, Epsilon(0)) },
+		"adagrad initial 0.5":   func() Optimizer { return Adagrad(0.1, Epsilon(0), InitialAccumulatorValue(0.5)) },
+		"nadam":                 func() Optimizer { return Nadam(0.01) },
+		"nadam beta":            func() Optimizer { return Nadam(0.05, Beta1(0.8), Beta2(0.99)) },
+		"adamax":                func() Optimizer { return Adamax(0.01, Epsilon(0)) },
+		"adamax clipnorm":       func() Optimizer { return Adamax(0.01, Epsilon(0), ClipNorm(1)) },
+		"nadam global_clipnorm": func() Optimizer { return Nadam(0.01, GlobalClipNorm(2)) },
+		"adagrad clipvalue":     func() Optimizer { return Adagrad(0.1, Epsilon(0), ClipValue(0.5)) },
 	}
 	if len(cases) != len(golden.Cases) {
 		t.Fatalf("%d cases here, %d in the golden file", len(cases), len(golden.Cases))
 	}
+	cpuDev := cpu.New()
+	defer cpuDev.Close()
 	for name, opt := range cases {
-		t.Run(name, func(t *testing.T) {
-			want, ok := golden.Cases[name]
-			if !ok {
-				t.Fatalf("no golden case %q", name)
+		want, ok := golden.Cases[name]
+		if !ok {
+			t.Fatalf("no golden case %q", name)
+		}
+		for _, dev := range []backend.Device{testDevice(), cpuDev} {
+			t.Run(name+" on "+dev.Info().ID, func(t *testing.T) {
+				goldenCase(t, &golden, want, opt(), dev)
+			})
+		}
+	}
+}
+
+// goldenCase runs one case of TestOptimizersMatchPyTorch on dev.
+func goldenCase(t *testing.T, golden *goldenOptimizers, want goldenResult, opt Optimizer, dev backend.Device) {
+	m := must(t)(Sequential("golden", Input(3), Dense(2)))
+	setWeight(t, m, "dense/kernel", []int{3, 2}, flat(golden.Kernel...)...)
+	setWeight(t, m, "dense/bias", []int{2}, flat(golden.Bias)...)
+	if err := m.Compile(opt, MeanSquaredError(), OnDevice(dev)); err != nil {
+		t.Fatal(err)
+	}
+	s := samples(t, flat(golden.X...), []int{3}, flat(golden.Y...), []int{2})
+	h, err := m.Fit(s, BatchSize(4), Epochs(golden.Steps), Shuffle(false), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range h.Metrics["loss"] {
+		if !closeTo(l, want.Losses[i], 1e-5) {
+			t.Errorf("step %d: loss %.9f, want %.9f", i+1, l, want.Losses[i])
+		}
+	}
+	for _, w := range []struct {
+		name string
+		want []float64
+	}{{"dense/kernel", want.Kernel}, {"dense/bias", want.Bias}} {
+		got := getWeight(t, m, w.name)
+		for i := range w.want {
+			if !closeTo(float64(got[i]), w.want[i], 1e-5) {
+				t.Errorf("%s[%d] = %.9f, want %.9f", w.name, i, got[i], w.want[i])
 			}
-			m := must(t)(Sequential("golden", Input(3), Dense(2)))
-			setWeight(t, m, "dense/kernel", []int{3, 2}, flat(golden.Kernel)...)
-			setWeight(t, m, "dense/bias", []int{2}, flat([][]float64{golden.Bias})...)
-			if err := m.Compile(opt, MeanSquaredError(), OnDevice(testDevice())); err != nil {
-				t.Fatal(err)
-			}
-			s := samples(t, flat(golden.X), []int{3}, flat(golden.Y), []int{2})
-			h, err := m.Fit(s, BatchSize(4), Epochs(golden.Steps), Shuffle(false), quiet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, l := range h.Metrics["loss"] {
-				if !closeTo(l, want.Losses[i], 1e-5) {
-					t.Errorf("step %d: loss %.9f, want %.9f", i+1, l, want.Losses[i])
-				}
-			}
-			for _, w := range []struct {
-				name string
-				want []float64
-			}{{"dense/kernel", want.Kernel}, {"dense/bias", want.Bias}} {
-				got := getWeight(t, m, w.name)
-				for i := range w.want {
-					if !closeTo(float64(got[i]), w.want[i], 1e-5) {
-						t.Errorf("%s[%d] = %.9f, want %.9f", w.name, i, got[i], w.want[i])
-					}
-				}
-			}
-		})
+		}
 	}
 }
 
@@ -278,14 +299,37 @@ func TestClippingByHand(t *testing.T) {
 
 // TestGlobalClipNormZeroGradient checks that a zero gradient passes global
 // clipping as zero (Keras's scale is c·min(1/0, 1/c) = 1), not as NaN.
+// It runs on the CPU backend too, whose float32 division must give the
+// same infinity, and checks Lion's sign there: a step of 0.1 against
+// gradient (−2, −4).
 func TestGlobalClipNormZeroGradient(t *testing.T) {
-	for _, opt := range []Optimizer{SGD(0.1, GlobalClipNorm(1)), SGD(0.1, ClipNorm(1))} {
-		m := linearModel(t, opt, 0.5, 0.25) // prediction 1 = target
-		if _, err := m.Fit(samples(t, []float32{1, 2}, []int{2}, []float32{1}, []int{1}), BatchSize(1), quiet); err != nil {
-			t.Fatal(err)
-		}
-		if w := getWeight(t, m, "dense/kernel"); !slices.Equal(w, []float32{0.5, 0.25}) {
-			t.Errorf("%v: kernel %v after a zero gradient, want [0.5 0.25]", opt.base().cfg, w)
+	cpuDev := cpu.New()
+	defer cpuDev.Close()
+	for _, dev := range []backend.Device{testDevice(), cpuDev} {
+		for _, c := range []struct {
+			opt    Optimizer
+			kernel []float32
+			want   []float32
+		}{
+			{SGD(0.1, GlobalClipNorm(1)), []float32{0.5, 0.25}, []float32{0.5, 0.25}}, // prediction 1 = target
+			{SGD(0.1, ClipNorm(1)), []float32{0.5, 0.25}, []float32{0.5, 0.25}},
+			{Lion(0.1), []float32{0.5, -0.25}, []float32{0.6, -0.15}},
+		} {
+			m := must(t)(Sequential("linear", Input(2), Dense(1, UseBias(false))))
+			setWeight(t, m, "dense/kernel", []int{2, 1}, c.kernel...)
+			if err := m.Compile(c.opt, MeanSquaredError(), OnDevice(dev)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Fit(samples(t, []float32{1, 2}, []int{2}, []float32{1}, []int{1}), BatchSize(1), quiet); err != nil {
+				t.Fatal(err)
+			}
+			w := getWeight(t, m, "dense/kernel")
+			for i := range w {
+				if !closeTo(float64(w[i]), float64(c.want[i]), 1e-7) {
+					t.Errorf("%s %v on %s: kernel %v, want %v", c.opt.Name(), c.opt.base().cfg, dev.Info().ID, w, c.want)
+					break
+				}
+			}
 		}
 	}
 }
