@@ -34,8 +34,11 @@
 //     accumulators only for the progress bar, a few times a second, and at
 //     the end of every epoch. Training and inference are separate graphs, so
 //     Dropout and BatchNormalization behave as Keras's do in each mode.
-//   - Saving. SaveWeights and LoadWeights exchange weights as safetensors
-//     files; Save and Load keep a whole model (its architecture as JSON in the
+//     TrainOnBatch, TestOnBatch and PredictOnBatch run one such step on a
+//     batch given as Arrays, as Keras's *_on_batch methods do.
+//   - Saving. GetWeights and SetWeights exchange every weight's value in
+//     Keras's order; SaveWeights and LoadWeights exchange weights as
+//     safetensors files; Save and Load keep a whole model (its architecture as JSON in the
 //     safetensors metadata, and its weights) in one file; SaveCheckpoint and
 //     LoadCheckpoint also keep the optimizer state, the step counter, the
 //     seed, the epoch and the history, so a killed run resumes where its last

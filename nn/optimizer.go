@@ -10,7 +10,7 @@ import (
 )
 
 // Optimizer updates the trainable weights from their gradients, inside the
-// training step's graph, with Keras's semantics: SGD, Adam, AdamW and
+// training step's graph, with Keras's semantics: SGD, Adam, AdamW,
 // RMSprop, Adagrad, Nadam, Adamax and Lion. Every optimizer has a learning
 // rate, constant or following a Schedule of the step, an optional gradient
 // clipping (ClipNorm, ClipValue or GlobalClipNorm, applied to the gradients
