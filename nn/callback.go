@@ -102,7 +102,8 @@ func (h *History) clone() *History {
 	return c
 }
 
-// CallbackOption configures EarlyStopping, ModelCheckpoint or CSVLogger.
+// CallbackOption configures EarlyStopping, ModelCheckpoint, CSVLogger or
+// ReduceLROnPlateau.
 type CallbackOption interface{ applyCallback(*callbackSettings) }
 
 type callbackSettings struct {
@@ -118,6 +119,35 @@ type callbackSettings struct {
 	saveWeightOnly bool
 	separator      string
 	appendRows     bool
+	factor         float64
+	cooldown       int
+	minLR          float64
+	verbose        int
+}
+
+func (v VerboseOption) applyCallback(s *callbackSettings) {
+	s.given = append(s.given, "verbose")
+	s.verbose = int(v)
+}
+
+// Factor sets the factor ReduceLROnPlateau multiplies the learning rate by
+// (default 0.1), in (0, 1).
+func Factor(f float64) CallbackOption {
+	return callbackOption{"factor", func(s *callbackSettings) { s.factor = f }}
+}
+
+// Cooldown sets the number of epochs ReduceLROnPlateau waits after a
+// reduction before it counts epochs without improvement again (default 0).
+func Cooldown(n int) CallbackOption {
+	return callbackOption{"cooldown", func(s *callbackSettings) { s.cooldown = n }}
+}
+
+// MinLR sets the learning rate below which ReduceLROnPlateau never goes
+// (default 0).
+func MinLR(lr float64) CallbackOption {
+	// Keyed so that the option's title, in messages, is its constructor's
+	// name.
+	return callbackOption{"minLR", func(s *callbackSettings) { s.minLR = lr }}
 }
 
 type callbackOption struct {
@@ -130,8 +160,8 @@ func (o callbackOption) applyCallback(s *callbackSettings) {
 	o.set(s)
 }
 
-// Monitor names the logged value EarlyStopping and ModelCheckpoint watch
-// ("val_loss" by default).
+// Monitor names the logged value EarlyStopping, ModelCheckpoint and
+// ReduceLROnPlateau watch ("val_loss" by default).
 func Monitor(name string) CallbackOption {
 	return callbackOption{"monitor", func(s *callbackSettings) { s.monitor = name }}
 }
@@ -144,13 +174,15 @@ func Mode(mode string) CallbackOption {
 }
 
 // MinDelta is the smallest change of the monitored value that counts as an
-// improvement for EarlyStopping.
+// improvement for EarlyStopping (default 0) and ReduceLROnPlateau (default
+// 1e-4).
 func MinDelta(d float64) CallbackOption {
 	return callbackOption{"min_delta", func(s *callbackSettings) { s.minDelta = math.Abs(d) }}
 }
 
 // Patience is the number of epochs without improvement after which
-// EarlyStopping stops training.
+// EarlyStopping stops training (default 0) or ReduceLROnPlateau reduces the
+// learning rate (default 10).
 func Patience(n int) CallbackOption {
 	return callbackOption{"patience", func(s *callbackSettings) { s.patience = n }}
 }
@@ -665,5 +697,110 @@ func (c *lrScheduler) OnEpochEnd(m *Model, epoch int, logs Logs) error {
 		return err
 	}
 	logs["learning_rate"] = lr
+	return nil
+}
+
+// reduceLROnPlateau is Keras's ReduceLROnPlateau.
+type reduceLROnPlateau struct {
+	BaseCallback
+	e        error
+	watch    monitorWatch
+	factor   float64
+	patience int
+	cooldown int
+	minLR    float64
+	verbose  int
+
+	best     float64 // the best value so far
+	wait     int     // epochs without improvement outside cooldowns
+	cooling  int     // epochs of cooldown left
+	lastWarn string  // the last missing-monitor warning, not repeated
+}
+
+// ReduceLROnPlateau returns a callback that multiplies the learning rate by
+// Factor (0.1 by default) when the monitored value (Monitor, "val_loss" by
+// default; Mode) has not improved by more than MinDelta (1e-4) for Patience
+// epochs (10), as Keras's ReduceLROnPlateau does: after a reduction it waits
+// Cooldown epochs (0) before counting again, and it never goes below MinLR
+// (0); a rate already at MinLR stays. At the end of every epoch it logs the
+// epoch's rate as "learning_rate". With Verbose(1) it says when it reduces
+// the rate, as Keras does:
+//
+//	Epoch 5: ReduceLROnPlateau reducing learning rate to 0.0001.
+//
+// The optimizer must have a constant learning rate, not a Schedule. It
+// accepts Monitor, Mode, MinDelta, Patience, Factor, Cooldown, MinLR and
+// Verbose.
+func ReduceLROnPlateau(opts ...CallbackOption) Callback {
+	s, err := newCallbackSettings("ReduceLROnPlateau", []string{"monitor", "mode", "min_delta", "patience", "factor", "cooldown", "minLR", "verbose"}, opts)
+	if !s.has("factor") {
+		s.factor = 0.1
+	}
+	if !s.has("patience") {
+		s.patience = 10
+	}
+	if !s.has("min_delta") {
+		s.minDelta = 1e-4
+	}
+	if err == nil {
+		err = firstErr(
+			check(s.factor > 0 && s.factor < 1, "nn: ReduceLROnPlateau: factor %g must lie in (0, 1)", s.factor),
+			check(s.patience >= 0, "nn: ReduceLROnPlateau: patience %d is negative", s.patience),
+			check(s.cooldown >= 0, "nn: ReduceLROnPlateau: cooldown %d is negative", s.cooldown),
+			check(s.minLR >= 0 && !math.IsInf(s.minLR, 0), "nn: ReduceLROnPlateau: min_lr %g must be non-negative and finite", s.minLR),
+			check(s.verbose >= 0 && s.verbose <= 2, "nn: ReduceLROnPlateau: verbose %d must be 0, 1 or 2", s.verbose))
+	}
+	return &reduceLROnPlateau{e: err, watch: newWatch(s), factor: s.factor, patience: s.patience, cooldown: s.cooldown, minLR: s.minLR, verbose: s.verbose}
+}
+
+func (s *callbackSettings) has(n string) bool { return slices.Contains(s.given, n) }
+
+func (c *reduceLROnPlateau) err() error { return c.e }
+
+func (c *reduceLROnPlateau) OnTrainBegin(m *Model) error {
+	if m.comp != nil && m.comp.opt.base().schedule != nil {
+		return fmt.Errorf("nn: ReduceLROnPlateau: optimizer %s follows a learning-rate schedule; its rate cannot be reduced", m.comp.opt.Name())
+	}
+	c.best, c.wait, c.cooling, c.lastWarn = c.watch.worst(), 0, 0, ""
+	return nil
+}
+
+func (c *reduceLROnPlateau) OnEpochEnd(m *Model, epoch int, logs Logs) error {
+	lr, err := m.LearningRate()
+	if err != nil {
+		return err
+	}
+	logs["learning_rate"] = lr
+	current, ok := logs[c.watch.monitor]
+	if !ok {
+		if w := fmt.Sprintf("ReduceLROnPlateau: %q is not among the logged values %v; not reducing the learning rate on it", c.watch.monitor, logs.Keys()); w != c.lastWarn {
+			m.warnf("%s", w)
+			c.lastWarn = w
+		}
+		return nil
+	}
+	if c.cooling > 0 {
+		c.cooling--
+		c.wait = 0
+	}
+	if c.watch.better(current, c.best) {
+		c.best, c.wait = current, 0
+		return nil
+	}
+	if c.cooling > 0 {
+		return nil
+	}
+	c.wait++
+	if c.wait < c.patience || !(float32(lr) > float32(c.minLR)) {
+		return nil
+	}
+	next := math.Max(lr*c.factor, c.minLR)
+	if err := m.SetLearningRate(next); err != nil {
+		return nestf(err, "ReduceLROnPlateau at epoch %d", epoch+1)
+	}
+	if c.verbose > 0 {
+		m.warnf("Epoch %d: ReduceLROnPlateau reducing learning rate to %s.", epoch+1, strconv.FormatFloat(float64(float32(next)), 'g', -1, 32))
+	}
+	c.cooling, c.wait = c.cooldown, 0
 	return nil
 }

@@ -211,6 +211,11 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 	if err := g.Err(); err != nil {
 		return nil, nestf(err, "loss %s", m.comp.loss.Name())
 	}
+	// Keras adds the weights' penalties to the loss it minimises and
+	// reports, in training and evaluation alike.
+	if p := m.regularization(c); p != nil {
+		loss = g.Add(loss, p)
+	}
 	prefix := "eval"
 	if c.training {
 		prefix = "train"

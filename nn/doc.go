@@ -12,7 +12,8 @@
 //     …) and draws the initial weights (glorot-uniform kernels, zero biases,
 //     channels-last layouts) from a seed, 0 unless InitWeights says otherwise.
 //   - Compiling. Compile attaches an Optimizer (SGD, Adam, AdamW, RMSprop,
-//     optionally with a learning-rate Schedule), a Loss and Metrics, and
+//     Adagrad, Nadam, Adamax, Lion, optionally with a learning-rate Schedule
+//     and gradient clipping), a Loss and Metrics, and
 //     chooses the Device with OnDevice. A device comes from device.Select
 //     (its argument, such as a --device flag's value, then $TARTAN_DEVICE,
 //     then the device `tartan setup` saved, then the best one available),
@@ -33,8 +34,11 @@
 //     accumulators only for the progress bar, a few times a second, and at
 //     the end of every epoch. Training and inference are separate graphs, so
 //     Dropout and BatchNormalization behave as Keras's do in each mode.
-//   - Saving. SaveWeights and LoadWeights exchange weights as safetensors
-//     files; Save and Load keep a whole model (its architecture as JSON in the
+//     TrainOnBatch, TestOnBatch and PredictOnBatch run one such step on a
+//     batch given as Arrays, as Keras's *_on_batch methods do.
+//   - Saving. GetWeights and SetWeights exchange every weight's value in
+//     Keras's order; SaveWeights and LoadWeights exchange weights as
+//     safetensors files; Save and Load keep a whole model (its architecture as JSON in the
 //     safetensors metadata, and its weights) in one file; SaveCheckpoint and
 //     LoadCheckpoint also keep the optimizer state, the step counter, the
 //     seed, the epoch and the history, so a killed run resumes where its last

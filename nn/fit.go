@@ -98,7 +98,18 @@ func Callbacks(cbs ...Callback) FitOption {
 // it took:
 //
 //	Compiling the training and evaluation steps for cpu… done in 1.2 s
-func Verbose(v int) FitOption { return fitOption{"verbose", func(s *fitSettings) { s.verbose = v }} }
+//
+// ReduceLROnPlateau takes it too: at 1 it says when it reduces the rate.
+func Verbose(v int) VerboseOption { return VerboseOption(v) }
+
+// VerboseOption is the verbosity of Fit, Evaluate, Predict or a callback;
+// Verbose makes one.
+type VerboseOption int
+
+func (v VerboseOption) applyFit(s *fitSettings) {
+	s.given = append(s.given, "verbose")
+	s.verbose = int(v)
+}
 
 // Progress sets where the progress bar, the compiling line and warnings go
 // (standard output by default). On a terminal the bar is redrawn in place

@@ -166,6 +166,8 @@ type layerSettings struct {
 	trainable   bool
 	maxValue    *float64
 	slope       float64
+	kernelReg   Regularizer
+	biasReg     Regularizer
 }
 
 // layerOption is a LayerOption that sets one field.
@@ -266,6 +268,18 @@ func UseBias(on bool) LayerOption {
 // initialised.
 func KernelInitializer(i Initializer) LayerOption {
 	return layerOption{"kernel_initializer", func(s *layerSettings) { s.kernelInit = i }}
+}
+
+// KernelRegularizer adds a penalty on a Dense, Conv1D or Conv2D layer's
+// kernel to the training loss (see Regularizer).
+func KernelRegularizer(r Regularizer) LayerOption {
+	return layerOption{"kernel_regularizer", func(s *layerSettings) { s.kernelReg = r }}
+}
+
+// BiasRegularizer adds a penalty on a Dense, Conv1D or Conv2D layer's bias
+// to the training loss (see Regularizer).
+func BiasRegularizer(r Regularizer) LayerOption {
+	return layerOption{"bias_regularizer", func(s *layerSettings) { s.biasReg = r }}
 }
 
 // BiasInitializer sets how a layer's bias is initialised.

@@ -14,11 +14,12 @@ import (
 // a bias and an activation.
 type convLayer struct {
 	layerBase
-	cfg              convConfig
-	rank             int
-	depthwise        bool
-	kernelInit, bias Initializer
-	k, b             *Weight
+	cfg                convConfig
+	rank               int
+	depthwise          bool
+	kernelInit, bias   Initializer
+	kernelReg, biasReg Regularizer
+	k, b               *Weight
 }
 
 type convConfig struct {
@@ -34,31 +35,35 @@ type convConfig struct {
 	UseBias           bool     `json:"use_bias"`
 	KernelInitializer initSpec `json:"kernel_initializer"`
 	BiasInitializer   initSpec `json:"bias_initializer"`
+	KernelRegularizer *regSpec `json:"kernel_regularizer,omitempty"`
+	BiasRegularizer   *regSpec `json:"bias_regularizer,omitempty"`
 }
 
 var convOptions = []string{"kernel_shape", "strides", "padding", "dilation_rate", "activation", "use_bias", "kernel_initializer", "bias_initializer"}
 
 // Conv1D returns a 1-D convolution of inputs (steps, channels) with the given
 // number of filters and kernel size. It accepts KernelShape, Strides,
-// Padding, DilationRate, Groups, Activation, UseBias, KernelInitializer and
-// BiasInitializer.
+// Padding, DilationRate, Groups, Activation, UseBias, KernelInitializer,
+// BiasInitializer, KernelRegularizer and BiasRegularizer.
 func Conv1D(filters, kernelSize int, opts ...LayerOption) Layer {
-	return convFromOptions("Conv1D", 1, filters, kernelSize, append(slices.Clone(convOptions), "groups"), opts)
+	return convFromOptions("Conv1D", 1, filters, kernelSize, append(slices.Clone(convOptions), "groups", "kernel_regularizer", "bias_regularizer"), opts)
 }
 
 // Conv2D returns a 2-D convolution of inputs (height, width, channels) with
 // the given number of filters and a square kernel of the given size
 // (KernelShape sets another). It accepts KernelShape, Strides, Padding,
-// DilationRate, Groups, Activation, UseBias, KernelInitializer and
-// BiasInitializer. Its kernel is (kh, kw, channels/groups, filters),
-// glorot-uniform by default; its bias is (filters), zeros by default.
+// DilationRate, Groups, Activation, UseBias, KernelInitializer,
+// BiasInitializer, KernelRegularizer and BiasRegularizer. Its kernel is
+// (kh, kw, channels/groups, filters), glorot-uniform by default; its bias is
+// (filters), zeros by default.
 func Conv2D(filters, kernelSize int, opts ...LayerOption) Layer {
-	return convFromOptions("Conv2D", 2, filters, kernelSize, append(slices.Clone(convOptions), "groups"), opts)
+	return convFromOptions("Conv2D", 2, filters, kernelSize, append(slices.Clone(convOptions), "groups", "kernel_regularizer", "bias_regularizer"), opts)
 }
 
 // DepthwiseConv2D returns a depthwise 2-D convolution: every input channel is
 // convolved with its own DepthMultiplier kernels (1 by default). It accepts
-// DepthMultiplier and the options of Conv2D except Groups. Its kernel is
+// DepthMultiplier and the options of Conv2D except Groups and the
+// regularizers. Its kernel is
 // (kh, kw, channels, multiplier) and its bias (channels·multiplier).
 func DepthwiseConv2D(kernelSize int, opts ...LayerOption) Layer {
 	return convFromOptions("DepthwiseConv2D", 2, 0, kernelSize, append(slices.Clone(convOptions), "depth_multiplier"), opts)
@@ -76,6 +81,7 @@ func convFromOptions(class string, rank, filters, kernelSize int, allowed []stri
 	if class == "DepthwiseConv2D" {
 		cfg.Groups, cfg.DepthMultiplier = 0, s.depthMult
 	}
+	cfg.KernelRegularizer, cfg.BiasRegularizer, err = layerRegularizers(err, class, s)
 	return newConv(class, cfg, err)
 }
 
@@ -110,7 +116,12 @@ func newConv(class string, cfg convConfig, err error) Layer {
 	}
 	l.cfg = cfg
 	l.kernelInit, l.bias, l.err = resolveInits(l.err, class, cfg.KernelInitializer, cfg.BiasInitializer)
+	l.kernelReg, l.biasReg, l.err = resolveRegularizers(l.err, class, cfg.KernelRegularizer, cfg.BiasRegularizer)
 	return l
+}
+
+func (l *convLayer) penalties() []weightPenalty {
+	return penaltiesOf(l.k, l.kernelReg, l.b, l.biasReg)
 }
 
 // convOut returns the output length of a window along one dimension with

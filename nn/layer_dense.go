@@ -31,9 +31,10 @@ func initOr(i, def Initializer) initSpec {
 // axis.
 type denseLayer struct {
 	layerBase
-	cfg              denseConfig
-	kernelInit, bias Initializer
-	k, b             *Weight
+	cfg                denseConfig
+	kernelInit, bias   Initializer
+	kernelReg, biasReg Regularizer
+	k, b               *Weight
 }
 
 type denseConfig struct {
@@ -43,20 +44,24 @@ type denseConfig struct {
 	UseBias           bool     `json:"use_bias"`
 	KernelInitializer initSpec `json:"kernel_initializer"`
 	BiasInitializer   initSpec `json:"bias_initializer"`
+	KernelRegularizer *regSpec `json:"kernel_regularizer,omitempty"`
+	BiasRegularizer   *regSpec `json:"bias_regularizer,omitempty"`
 }
 
 // Dense returns a densely connected layer of the given number of units. It
-// accepts the options Activation, UseBias, KernelInitializer and
-// BiasInitializer. Its kernel is (in, units), glorot-uniform by default; its
+// accepts the options Activation, UseBias, KernelInitializer,
+// BiasInitializer, KernelRegularizer and BiasRegularizer. Its kernel is (in, units), glorot-uniform by default; its
 // bias is (units), zeros by default. As in Keras, it applies to the last
 // axis of its input: on samples of shape (28, 28, 1) it gives (28, 28,
 // units), one output per pixel; a Flatten layer before it makes one output
 // per sample (Fit and Evaluate say so when targets do not suit such an
 // output).
 func Dense(units int, opts ...LayerOption) Layer {
-	s, err := newSettings("Dense", []string{"activation", "use_bias", "kernel_initializer", "bias_initializer"}, opts)
-	return newDense(denseConfig{layerCommon: common(s), Units: units, Activation: s.activation, UseBias: s.useBias,
-		KernelInitializer: initOr(s.kernelInit, GlorotUniform()), BiasInitializer: initOr(s.biasInit, Zeros())}, err)
+	s, err := newSettings("Dense", []string{"activation", "use_bias", "kernel_initializer", "bias_initializer", "kernel_regularizer", "bias_regularizer"}, opts)
+	cfg := denseConfig{layerCommon: common(s), Units: units, Activation: s.activation, UseBias: s.useBias,
+		KernelInitializer: initOr(s.kernelInit, GlorotUniform()), BiasInitializer: initOr(s.biasInit, Zeros())}
+	cfg.KernelRegularizer, cfg.BiasRegularizer, err = layerRegularizers(err, "Dense", s)
+	return newDense(cfg, err)
 }
 
 func newDense(cfg denseConfig, err error) Layer {
@@ -65,7 +70,12 @@ func newDense(cfg denseConfig, err error) Layer {
 		check(cfg.Units >= 1, "nn: Dense: units %d must be positive", cfg.Units),
 		wrapErr("nn: Dense: ", checkActivation(cfg.Activation)))
 	l.kernelInit, l.bias, l.err = resolveInits(l.err, "Dense", cfg.KernelInitializer, cfg.BiasInitializer)
+	l.kernelReg, l.biasReg, l.err = resolveRegularizers(l.err, "Dense", cfg.KernelRegularizer, cfg.BiasRegularizer)
 	return l
+}
+
+func (l *denseLayer) penalties() []weightPenalty {
+	return penaltiesOf(l.k, l.kernelReg, l.b, l.biasReg)
 }
 
 func (l *denseLayer) build(in []tile.Shape) (tile.Shape, error) {

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -9,9 +10,11 @@ import (
 )
 
 // Optimizer updates the trainable weights from their gradients, inside the
-// training step's graph, with Keras's semantics: SGD, Adam, AdamW and
-// RMSprop. Every optimizer has a learning rate, constant or following a
-// Schedule of the step, an optional decoupled weight decay applied before
+// training step's graph, with Keras's semantics: SGD, Adam, AdamW,
+// RMSprop, Adagrad, Nadam, Adamax and Lion. Every optimizer has a learning
+// rate, constant or following a Schedule of the step, an optional gradient
+// clipping (ClipNorm, ClipValue or GlobalClipNorm, applied to the gradients
+// before anything else), an optional decoupled weight decay applied before
 // the update as Keras does (w ← w − w·decay·lr), a step counter
 // ("optimizer/iterations", the number of updates applied so far) and slot
 // variables per trainable weight, named "optimizer/<slot>/<weight>", such as
@@ -39,7 +42,9 @@ type optimizerBase struct {
 	lr          float64
 	schedule    Schedule
 	weightDecay float64
-	cfg         map[string]any // hyperparameters, for checkpoints and errors
+	// At most one of the three clippings is positive.
+	clipNorm, clipValue, globalClipNorm float64
+	cfg                                 map[string]any // hyperparameters, for checkpoints and errors
 }
 
 func (o *optimizerBase) Name() string         { return o.name }
@@ -86,6 +91,11 @@ type optimizerSettings struct {
 	centered    bool
 	weightDecay float64
 	schedule    Schedule
+
+	initialAccumulator float64
+	clipNorm           float64
+	clipValue          float64
+	globalClipNorm     float64
 }
 
 type optimizerOption struct {
@@ -140,9 +150,36 @@ func LRSchedule(sch Schedule) OptimizerOption {
 	return optimizerOption{"schedule", func(s *optimizerSettings) { s.schedule = sch }}
 }
 
+// ClipNorm clips the gradient of each weight on its own, as Keras's
+// clipnorm does: a gradient g whose L2 norm ‖g‖ exceeds c becomes g·c/‖g‖.
+// It excludes ClipValue and GlobalClipNorm.
+func ClipNorm(c float64) OptimizerOption {
+	return optimizerOption{"clipnorm", func(s *optimizerSettings) { s.clipNorm = c }}
+}
+
+// ClipValue clips every gradient element to [−v, v], as Keras's clipvalue
+// does. It excludes ClipNorm and GlobalClipNorm.
+func ClipValue(v float64) OptimizerOption {
+	return optimizerOption{"clipvalue", func(s *optimizerSettings) { s.clipValue = v }}
+}
+
+// GlobalClipNorm clips the gradients of all weights together, as Keras's
+// global_clipnorm does: when the L2 norm n of all gradient elements at once
+// exceeds c, every gradient is multiplied by c/n (a non-finite n makes every
+// gradient NaN). It excludes ClipNorm and ClipValue.
+func GlobalClipNorm(c float64) OptimizerOption {
+	return optimizerOption{"global_clipnorm", func(s *optimizerSettings) { s.globalClipNorm = c }}
+}
+
+// commonOptions are the options every optimizer accepts.
+var commonOptions = []string{"weight_decay", "schedule", "clipnorm", "clipvalue", "global_clipnorm"}
+
+// commonTitles are their constructors' names.
+var commonTitles = []string{"WeightDecay", "LRSchedule", "ClipNorm", "ClipValue", "GlobalClipNorm"}
+
 // newOptimizerBase applies opts, checks that each is one the optimizer
-// accepts (every optimizer accepts WeightDecay and LRSchedule) and checks
-// the learning rate.
+// accepts (every optimizer accepts WeightDecay, LRSchedule and the three
+// clippings) and checks the learning rate and the clipping.
 func newOptimizerBase(name string, lr float64, allowed []string, opts []OptimizerOption, s *optimizerSettings) optimizerBase {
 	b := optimizerBase{name: name, lr: lr, cfg: map[string]any{"learning_rate": lr}}
 	for _, o := range opts {
@@ -153,8 +190,8 @@ func newOptimizerBase(name string, lr float64, allowed []string, opts []Optimize
 		o.applyOptimizer(s)
 	}
 	for _, n := range s.given {
-		if n != "weight_decay" && n != "schedule" && !slices.Contains(allowed, n) {
-			all := []string{"WeightDecay", "LRSchedule"}
+		if !slices.Contains(commonOptions, n) && !slices.Contains(allowed, n) {
+			all := slices.Clone(commonTitles)
 			for _, a := range allowed {
 				all = append(all, optionTitle(a))
 			}
@@ -166,6 +203,9 @@ func newOptimizerBase(name string, lr float64, allowed []string, opts []Optimize
 	b.schedule = s.schedule
 	if s.weightDecay != 0 {
 		b.cfg["weight_decay"] = s.weightDecay
+	}
+	if b.err = b.setClipping(s); b.err != nil {
+		return b
 	}
 	switch {
 	case s.weightDecay < 0:
@@ -183,6 +223,90 @@ func newOptimizerBase(name string, lr float64, allowed []string, opts []Optimize
 		b.err = fmt.Errorf("nn: %s: learning rate %g must be positive", name, lr)
 	}
 	return b
+}
+
+// setClipping checks and keeps the clipping options: each given one
+// positive and finite, and at most one of them, as Keras allows.
+func (b *optimizerBase) setClipping(s *optimizerSettings) error {
+	var given []string
+	for _, c := range []struct {
+		key, title string
+		v          float64
+		dst        *float64
+	}{{"clipnorm", "ClipNorm", s.clipNorm, &b.clipNorm}, {"clipvalue", "ClipValue", s.clipValue, &b.clipValue}, {"global_clipnorm", "GlobalClipNorm", s.globalClipNorm, &b.globalClipNorm}} {
+		if !s.has(c.key) {
+			continue
+		}
+		given = append(given, fmt.Sprintf("%s(%g)", c.title, c.v))
+		if !(c.v > 0) || math.IsInf(c.v, 0) {
+			return fmt.Errorf("nn: %s: %s %g must be positive and finite", b.name, c.key, c.v)
+		}
+		*c.dst = c.v
+		b.cfg[c.key] = c.v
+	}
+	if len(given) > 1 {
+		return fmt.Errorf("nn: %s: only one of ClipNorm, ClipValue and GlobalClipNorm can be set; got %s", b.name, strings.Join(given, ", "))
+	}
+	return nil
+}
+
+// clip returns the gradients clipped as the optimizer's clipping option
+// says, or grads itself without one.
+func (b *optimizerBase) clip(g *tile.Graph, grads []*tile.Tensor) []*tile.Tensor {
+	f32 := func(x float64) *tile.Tensor { return g.Scalar(x, tile.Float32) }
+	out := make([]*tile.Tensor, len(grads))
+	switch {
+	case b.clipNorm > 0:
+		c := f32(b.clipNorm)
+		for i, gr := range grads {
+			norm := g.Sqrt(sumAll(g, g.Mul(gr, gr)))
+			out[i] = g.Div(g.Mul(gr, c), g.Maximum(norm, c))
+		}
+	case b.globalClipNorm > 0:
+		var sq *tile.Tensor
+		for _, gr := range grads {
+			s := sumAll(g, g.Mul(gr, gr))
+			if sq == nil {
+				sq = s
+			} else {
+				sq = g.Add(sq, s)
+			}
+		}
+		norm := g.Sqrt(sq)
+		one := f32(1)
+		// c·min(1/n, 1/c): 1 when n ≤ c (n = 0 included, 1/0 being
+		// infinite), c/n above; adding n − n makes it NaN for an
+		// infinite or NaN norm.
+		scale := g.Mul(f32(b.globalClipNorm), g.Minimum(g.Div(one, norm), f32(1/b.globalClipNorm)))
+		scale = g.Add(scale, g.Sub(norm, norm))
+		for i, gr := range grads {
+			out[i] = g.Mul(gr, scale)
+		}
+	case b.clipValue > 0:
+		lo, hi := f32(-b.clipValue), f32(b.clipValue)
+		for i, gr := range grads {
+			out[i] = g.Minimum(g.Maximum(gr, lo), hi)
+		}
+	default:
+		return grads
+	}
+	return out
+}
+
+// slotIniter is an optimizer whose slots start at a value other than 0,
+// such as Adagrad's accumulator.
+type slotIniter interface {
+	slotInit(slot string) float64
+}
+
+// stepper is an optimizer with variables of its own beside the slots, such
+// as Nadam's running product of momentum factors: vars names them, with
+// their initial values (f32 scalars), and step, called once per update
+// before any weight's apply, updates them in s's graph and leaves what
+// apply needs in s.cache.
+type stepper interface {
+	vars() map[string]float64
+	step(s *optStep)
 }
 
 // Names of the optimizer's own variables.
@@ -216,13 +340,27 @@ func (m *Model) optimizerVars(o Optimizer) error {
 			return err
 		}
 	}
+	if sp, ok := o.(stepper); ok {
+		for name, v := range sp.vars() {
+			st.declare(name, tile.Float32, tile.Shape{})
+			if err := st.setF32(name, []float32{float32(v)}); err != nil {
+				return err
+			}
+		}
+	}
 	for _, w := range m.weights {
 		if !w.trainable {
 			continue
 		}
 		for _, slot := range o.slots() {
 			st.declare(slotVar(slot, w), tile.Float32, w.shape)
-			if err := st.setF32(slotVar(slot, w), make([]float32, w.Size())); err != nil {
+			v := make([]float32, w.Size())
+			if si, ok := o.(slotIniter); ok {
+				for i := range v {
+					v[i] = float32(si.slotInit(slot))
+				}
+			}
+			if err := st.setF32(slotVar(slot, w), v); err != nil {
 				return err
 			}
 		}
@@ -242,6 +380,10 @@ func (m *Model) buildUpdate(c *callContext, o Optimizer, iter *tile.Tensor, weig
 		s.lr = b.schedule.build(g, iter)
 	} else {
 		s.lr = g.Variable(learningRateVar, tile.Float32, tile.Shape{})
+	}
+	grads = b.clip(g, grads)
+	if sp, ok := o.(stepper); ok {
+		sp.step(s)
 	}
 	for i, w := range weights {
 		v := c.v(w)

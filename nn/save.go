@@ -553,15 +553,20 @@ func (m *Model) loadCheckpoint(path string, ts []SafeTensor, meta map[string]str
 }
 
 // isSecondMoment reports whether state variable name is a slot of o that
-// holds a running mean of squared gradients: Adam's (and AdamW's) "v",
-// RMSprop's "velocity".
+// holds a running mean of squared gradients: Adam's (and AdamW's) and
+// Nadam's "v", RMSprop's "velocity", Adagrad's "accumulator" (a sum of
+// them), Adamax's "u" (a running maximum of their roots).
 func isSecondMoment(o Optimizer, name string) bool {
 	var slot string
 	switch o.(type) {
-	case *adam:
+	case *adam, *nadam:
 		slot = "v"
 	case *rmsprop:
 		slot = "velocity"
+	case *adagrad:
+		slot = "accumulator"
+	case *adamax:
+		slot = "u"
 	default:
 		return false
 	}
