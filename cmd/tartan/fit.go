@@ -63,7 +63,9 @@ type fitReport struct {
 
 // defaultLearningRates are the learning rates of --optimizer when
 // --learning-rate is not given: Keras's defaults.
-var defaultLearningRates = map[string]float64{"adam": 1e-3, "sgd": 1e-2, "rmsprop": 1e-3}
+var defaultLearningRates = map[string]float64{
+	"adam": 1e-3, "sgd": 1e-2, "rmsprop": 1e-3, "adagrad": 1e-3, "nadam": 1e-3, "adamax": 1e-3, "lion": 1e-3,
+}
 
 const fitAbout = `Trains a model on Fashion-MNIST: a showcase model from freshly drawn weights,
 or a model saved by tartan fit --save, trained further with a new optimizer.
@@ -90,7 +92,7 @@ func parseFit(args []string, stdout io.Writer) (*fitOptions, error) {
 	f.IntVar(&o.limit, "limit", 0, "train on the first `N` training samples only (0: all)")
 	f.Int64Var(&o.seed, "seed", 0, "the seed `S` of the initial weights, the shuffling and the dropout masks\n(a resumed run keeps its checkpoint's seed)")
 	f.Float64Var(&o.valSplit, "validation-split", 0, "hold out the last fraction `F` (0 ≤ F < 1) of the training samples and\nreport val_loss and val_accuracy on them after every epoch")
-	f.StringVar(&o.optimizer, "optimizer", "adam", "the optimizer `NAME`: adam, sgd or rmsprop")
+	f.StringVar(&o.optimizer, "optimizer", "adam", "the optimizer `NAME`: adam, sgd, rmsprop, adagrad, nadam, adamax or lion")
 	f.Float64Var(&o.lr, "learning-rate", 0, "the optimizer's learning rate `LR`\n(default: Keras's for the optimizer: adam 0.001, sgd 0.01, rmsprop 0.001)")
 	f.StringVar(&o.save, "save", "", "save the trained model (architecture, weights and class names) to `FILE`")
 	f.StringVar(&o.plot, "plot", "", "draw the loss and accuracy curves and the test accuracy into `FILE`.png")
@@ -114,7 +116,7 @@ func parseFit(args []string, stdout io.Writer) (*fitOptions, error) {
 	case !(o.valSplit >= 0 && o.valSplit < 1):
 		return nil, usageError("--validation-split %v must be at least 0 and below 1", o.valSplit)
 	case !knownOpt:
-		return nil, usageError("--optimizer %q is not one of adam, sgd, rmsprop", o.optimizer)
+		return nil, usageError("--optimizer %q is not one of adam, sgd, rmsprop, adagrad, nadam, adamax, lion", o.optimizer)
 	case o.lrSet && !(o.lr > 0 && !math.IsInf(o.lr, 0)):
 		return nil, usageError("--learning-rate %v must be a positive finite number", o.lr)
 	}
@@ -139,6 +141,14 @@ func newOptimizer(name string, lr float64) nn.Optimizer {
 		return nn.SGD(lr)
 	case "rmsprop":
 		return nn.RMSprop(lr)
+	case "adagrad":
+		return nn.Adagrad(lr)
+	case "nadam":
+		return nn.Nadam(lr)
+	case "adamax":
+		return nn.Adamax(lr)
+	case "lion":
+		return nn.Lion(lr)
 	}
 	return nn.Adam(lr)
 }

@@ -4,7 +4,7 @@
 //
 //	tartan fit [--model NAME|FILE] [--epochs 10] [--batch-size 64] [--device ID]
 //	           [--data DIR] [--limit N] [--seed S] [--validation-split F]
-//	           [--optimizer adam|sgd|rmsprop] [--learning-rate LR]
+//	           [--optimizer NAME] [--learning-rate LR]
 //	           [--save FILE] [--plot FILE.png] [--json FILE] [--checkpoint FILE]
 //	tartan evaluate MODEL [--data DIR] [--device ID] [--batch-size 64] [--json FILE]
 //	tartan predict MODEL IMAGE... [--device ID] [--top 3] [--invert auto|yes|no]
@@ -218,7 +218,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   tartan fit [--model NAME|FILE] [--epochs 10] [--batch-size 64] [--device ID]
              [--data DIR] [--limit N] [--seed S] [--validation-split F]
-             [--optimizer adam|sgd|rmsprop] [--learning-rate LR]
+             [--optimizer NAME] [--learning-rate LR]
              [--save FILE] [--plot FILE.png] [--json FILE] [--checkpoint FILE]
   tartan evaluate MODEL [--data DIR] [--device ID] [--batch-size 64] [--json FILE]
   tartan predict MODEL IMAGE... [--device ID] [--top 3] [--invert auto|yes|no]

@@ -430,7 +430,7 @@ func TestVerbUsage(t *testing.T) {
 		{"split negative", []string{"fit", "--validation-split", "-0.1"}, "--validation-split -0.1 must be at least 0 and below 1"},
 		{"split NaN", []string{"fit", "--validation-split", "NaN"}, "--validation-split NaN must be"},
 		{"split not a number", []string{"fit", "--validation-split", "half"}, `invalid value "half" for flag -validation-split`},
-		{"optimizer", []string{"fit", "--optimizer", "adagrad"}, `--optimizer "adagrad" is not one of adam, sgd, rmsprop`},
+		{"optimizer", []string{"fit", "--optimizer", "adadelta"}, `--optimizer "adadelta" is not one of adam, sgd, rmsprop, adagrad, nadam, adamax, lion`},
 		{"learning rate zero", []string{"fit", "--learning-rate", "0"}, "--learning-rate 0 must be a positive finite number"},
 		{"learning rate negative", []string{"fit", "--learning-rate", "-1e-3"}, "--learning-rate -0.001 must be a positive finite number"},
 		{"learning rate infinite", []string{"fit", "--learning-rate", "Inf"}, "--learning-rate +Inf must be a positive finite number"},
