@@ -1,0 +1,325 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tartanml/tartan/onnx/internal/pb"
+)
+
+// MaxModelBytes bounds the size of a model file that Load and Read accept:
+// 2 GiB, protobuf's own limit for one message.
+const MaxModelBytes = 2 << 30
+
+// Model is a decoded and checked ONNX model.
+type Model struct {
+	// IRVersion is the model's IR version.
+	IRVersion int64
+	// Opsets maps each imported operator-set domain ("" for the default
+	// ai.onnx domain) to its version.
+	Opsets map[string]int64
+	// Producer names the program that wrote the model, with its version.
+	Producer string
+	// Inputs are the graph inputs that are not initializers, in order.
+	Inputs []ValueInfo
+	// Outputs are the graph outputs, in order.
+	Outputs []ValueInfo
+	// Initializers are the graph's constant tensors, in order.
+	Initializers []*Tensor
+
+	nodes []*pb.NodeProto // topologically sorted
+	index []int           // index[i] is nodes[i]'s position in the file
+}
+
+// ValueInfo describes a graph input or output: its name, element type and
+// shape.
+type ValueInfo struct {
+	Name string
+	Type DataType
+	// Shape holds one Dim per dimension; nil with HasShape false when the
+	// model gives no shape at all.
+	Shape    []Dim
+	HasShape bool
+}
+
+// Dim is one dimension of a ValueInfo: a fixed size, a symbolic name (such
+// as "batch"), or neither (unknown).
+type Dim struct {
+	// Value is the size, or -1 when it is not fixed.
+	Value int64
+	// Param is the symbolic name of a dimension that is not fixed, or "".
+	Param string
+}
+
+// String returns the size, the symbolic name, or "?".
+func (d Dim) String() string {
+	switch {
+	case d.Value >= 0:
+		return fmt.Sprint(d.Value)
+	case d.Param != "":
+		return d.Param
+	}
+	return "?"
+}
+
+// Load reads and checks the ONNX model in the file at path. External data
+// is read relative to the file's directory.
+func Load(path string) (*Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	m, err := Read(f, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Read reads and checks an ONNX model (a serialized ModelProto) from r,
+// at most MaxModelBytes. External data is read relative to dir; with an
+// empty dir a model with external data is refused.
+func Read(r io.Reader, dir string) (*Model, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxModelBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the model: %w", err)
+	}
+	if len(data) > MaxModelBytes {
+		return nil, fmt.Errorf("the model is larger than %d bytes", int64(MaxModelBytes))
+	}
+	var mp pb.ModelProto
+	if err := unmarshal(data, &mp); err != nil {
+		return nil, fmt.Errorf("decoding the model: %w", err)
+	}
+	return fromProto(&mp, dir)
+}
+
+func unmarshal(data []byte, m proto.Message) error {
+	return proto.UnmarshalOptions{RecursionLimit: 100}.Unmarshal(data, m)
+}
+
+// fromProto checks a decoded model and builds the Model.
+func fromProto(mp *pb.ModelProto, dir string) (*Model, error) {
+	m := &Model{IRVersion: mp.GetIrVersion(), Opsets: map[string]int64{}}
+	m.Producer = mp.GetProducerName()
+	if v := mp.GetProducerVersion(); v != "" {
+		m.Producer += " " + v
+	}
+	for _, o := range mp.GetOpsetImport() {
+		d := o.GetDomain()
+		if d == "ai.onnx" {
+			d = ""
+		}
+		if _, dup := m.Opsets[d]; dup {
+			return nil, fmt.Errorf("opset domain %q is imported twice", d)
+		}
+		m.Opsets[d] = o.GetVersion()
+	}
+	if len(mp.GetOpsetImport()) == 0 {
+		// IR version 3 and later require an import; older models meant
+		// opset 1 of the default domain.
+		m.Opsets[""] = 1
+	}
+	g := mp.GetGraph()
+	if g == nil {
+		return nil, errors.New("the model has no graph")
+	}
+	if len(g.GetSparseInitializer()) > 0 {
+		return nil, errors.New("sparse initializers are not supported")
+	}
+	defined := map[string]string{} // name → what defines it
+	inits := map[string]bool{}
+	for i, tp := range g.GetInitializer() {
+		t, err := decodeTensor(tp, dir)
+		if err != nil {
+			return nil, fmt.Errorf("initializer %d: %w", i, err)
+		}
+		if t.Name == "" {
+			return nil, fmt.Errorf("initializer %d has no name", i)
+		}
+		if what, dup := defined[t.Name]; dup {
+			return nil, fmt.Errorf("initializer %d: name %q is already %s", i, t.Name, what)
+		}
+		defined[t.Name] = fmt.Sprintf("initializer %d", i)
+		inits[t.Name] = true
+		m.Initializers = append(m.Initializers, t)
+	}
+	seenInput := map[string]bool{}
+	for i, vi := range g.GetInput() {
+		info, err := valueInfo(vi)
+		if err != nil {
+			return nil, fmt.Errorf("graph input %d: %w", i, err)
+		}
+		if seenInput[info.Name] {
+			return nil, fmt.Errorf("graph input %d: name %q is listed twice", i, info.Name)
+		}
+		seenInput[info.Name] = true
+		if inits[info.Name] {
+			continue // an initializer listed as an input too: it keeps its value
+		}
+		defined[info.Name] = fmt.Sprintf("graph input %d", i)
+		m.Inputs = append(m.Inputs, info)
+	}
+	nodes := g.GetNode()
+	producer := map[string]int{}
+	for i, n := range nodes {
+		for _, out := range n.GetOutput() {
+			if out == "" {
+				continue
+			}
+			if what, dup := defined[out]; dup {
+				return nil, fmt.Errorf("%s: output %q is already %s", nodeName(n, i), out, what)
+			}
+			if j, dup := producer[out]; dup {
+				return nil, fmt.Errorf("%s: output %q is also an output of %s", nodeName(n, i), out, nodeName(nodes[j], j))
+			}
+			producer[out] = i
+		}
+	}
+	for i, n := range nodes {
+		if n.GetOpType() == "" {
+			return nil, fmt.Errorf("node %d has no op type", i)
+		}
+		for _, in := range n.GetInput() {
+			if in == "" {
+				continue
+			}
+			if _, ok := defined[in]; ok {
+				continue
+			}
+			if _, ok := producer[in]; !ok {
+				return nil, fmt.Errorf("%s: input %q is produced by no node and is no graph input or initializer", nodeName(n, i), in)
+			}
+		}
+	}
+	// Topological order (the file should already be sorted; sort anyway,
+	// finding cycles): Kahn's algorithm keeping file order among ready nodes.
+	indeg := make([]int, len(nodes))
+	users := make([][]int, len(nodes))
+	for i, n := range nodes {
+		for _, in := range n.GetInput() {
+			if j, ok := producer[in]; ok && in != "" {
+				indeg[i]++
+				users[j] = append(users[j], i)
+			}
+		}
+	}
+	var ready []int
+	for i := range nodes {
+		if indeg[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	for len(ready) > 0 {
+		// smallest index first, so a sorted file keeps its order
+		k := 0
+		for j := range ready {
+			if ready[j] < ready[k] {
+				k = j
+			}
+		}
+		i := ready[k]
+		ready = append(ready[:k], ready[k+1:]...)
+		m.nodes = append(m.nodes, nodes[i])
+		m.index = append(m.index, i)
+		for _, u := range users[i] {
+			indeg[u]--
+			if indeg[u] == 0 {
+				ready = append(ready, u)
+			}
+		}
+	}
+	if len(m.nodes) != len(nodes) {
+		for i, n := range nodes {
+			if indeg[i] > 0 {
+				return nil, fmt.Errorf("%s is part of a cycle of the graph", nodeName(n, i))
+			}
+		}
+	}
+	seenOutput := map[string]bool{}
+	for i, vi := range g.GetOutput() {
+		info, err := valueInfo(vi)
+		if err != nil {
+			return nil, fmt.Errorf("graph output %d: %w", i, err)
+		}
+		if seenOutput[info.Name] {
+			return nil, fmt.Errorf("graph output %d: name %q is listed twice", i, info.Name)
+		}
+		seenOutput[info.Name] = true
+		if _, ok := producer[info.Name]; !ok {
+			if _, ok := defined[info.Name]; !ok {
+				return nil, fmt.Errorf("graph output %d: %q is produced by no node and is no graph input or initializer", i, info.Name)
+			}
+		}
+		m.Outputs = append(m.Outputs, info)
+	}
+	return m, nil
+}
+
+// valueInfo decodes a graph input or output's description.
+func valueInfo(vi *pb.ValueInfoProto) (ValueInfo, error) {
+	info := ValueInfo{Name: vi.GetName()}
+	if info.Name == "" {
+		return info, errors.New("no name")
+	}
+	tp := vi.GetType()
+	if tp == nil {
+		return info, fmt.Errorf("%q has no type", info.Name)
+	}
+	tt := tp.GetTensorType()
+	if tt == nil {
+		kind := "a non-tensor type"
+		switch {
+		case tp.GetSequenceType() != nil:
+			kind = "a sequence"
+		case tp.GetMapType() != nil:
+			kind = "a map"
+		case tp.GetOptionalType() != nil:
+			kind = "an optional"
+		case tp.GetSparseTensorType() != nil:
+			kind = "a sparse tensor"
+		}
+		return info, fmt.Errorf("%q is %s; only tensors are supported", info.Name, kind)
+	}
+	info.Type = DataType(tt.GetElemType())
+	if sh := tt.GetShape(); sh != nil {
+		info.HasShape = true
+		info.Shape = []Dim{}
+		for _, d := range sh.GetDim() {
+			switch v := d.GetValue().(type) {
+			case *pb.TensorShapeProto_Dimension_DimValue:
+				if v.DimValue < 0 || v.DimValue > MaxElements {
+					return info, fmt.Errorf("%q: dimension %d is out of range", info.Name, v.DimValue)
+				}
+				info.Shape = append(info.Shape, Dim{Value: v.DimValue})
+			case *pb.TensorShapeProto_Dimension_DimParam:
+				info.Shape = append(info.Shape, Dim{Value: -1, Param: v.DimParam})
+			default:
+				info.Shape = append(info.Shape, Dim{Value: -1})
+			}
+		}
+	}
+	return info, nil
+}
+
+// nodeName names node n, the i-th of its graph, for messages:
+// `node 3 "conv1" (Conv)`.
+func nodeName(n *pb.NodeProto, i int) string {
+	if n.GetName() != "" {
+		return fmt.Sprintf("node %d %q (%s)", i, n.GetName(), n.GetOpType())
+	}
+	return fmt.Sprintf("node %d (%s)", i, n.GetOpType())
+}

@@ -1,0 +1,328 @@
+package onnx
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/cpu"
+	"github.com/tartanml/tartan/tile"
+)
+
+// The node test suite: ONNX's own backend tests, one directory per test with
+// model.onnx and test_data_set_N/{input,output}_K.pb.
+const (
+	nodeTestDir      = "/usr/share/libonnx-testdata/data/node"
+	nodeTestEnv      = "TARTAN_ONNX_NODE_TESTS"
+	expectedFailures = "testdata/node_expected_failures.txt"
+)
+
+var updateExpected = flag.Bool("update", false, "rewrite "+expectedFailures+" from the node suite's run")
+
+// TestNodeSuite runs every ONNX node test on the CPU backend. A test listed
+// in testdata/node_expected_failures.txt must fail and every other one must
+// pass; -update (or TARTAN_ONNX_UPDATE=1) rewrites the list from the run.
+func TestNodeSuite(t *testing.T) {
+	dir := nodeTestDir
+	if d := os.Getenv(nodeTestEnv); d != "" {
+		dir = d
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Skipf("ONNX's node tests are not installed (%v); set %s to their directory", err, nodeTestEnv)
+	}
+	update := *updateExpected || os.Getenv("TARTAN_ONNX_UPDATE") == "1"
+	expected, err := readExpected(expectedFailures)
+	if err != nil && !update {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "test_") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	dev := cpu.New(cpu.Cache(false))
+	defer dev.Close()
+	var mu sync.Mutex
+	failures := map[string]string{}
+	t.Run("node", func(t *testing.T) {
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				err := runNodeTest(dev, filepath.Join(dir, name))
+				mu.Lock()
+				if err != nil {
+					failures[name] = reason(err)
+				}
+				mu.Unlock()
+				if update {
+					return
+				}
+				want, listed := expected[name]
+				switch {
+				case err != nil && !listed:
+					t.Errorf("fails: %v", err)
+				case err == nil && listed:
+					t.Errorf("passes, but %s lists it as failing (%s): remove the line", expectedFailures, want)
+				case err != nil:
+					t.Logf("fails as expected: %v", err)
+				}
+			})
+		}
+	})
+	t.Logf("node tests: %d of %d pass", len(names)-len(failures), len(names))
+	if update {
+		if err := writeExpected(expectedFailures, failures); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s: %d failing tests", expectedFailures, len(failures))
+		return
+	}
+	for name := range expected {
+		if _, ok := failures[name]; !ok && !contains(names, name) {
+			t.Errorf("%s lists %s, which is not in %s", expectedFailures, name, dir)
+		}
+	}
+}
+
+func contains(names []string, n string) bool {
+	i := sort.SearchStrings(names, n)
+	return i < len(names) && names[i] == n
+}
+
+// reason turns a test's error into the one-line reason of the list.
+func reason(err error) string {
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	if len(s) > 240 {
+		s = s[:240] + "…"
+	}
+	return s
+}
+
+// readExpected reads the list of failing tests: "name  reason" per line.
+func readExpected(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the expected failures (run with -update to write them): %w", err)
+	}
+	m := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, why, _ := strings.Cut(line, " ")
+		if _, dup := m[name]; dup {
+			return nil, fmt.Errorf("%s:%d: %s is listed twice", path, i+1, name)
+		}
+		m[name] = strings.TrimSpace(why)
+	}
+	return m, nil
+}
+
+func writeExpected(path string, failures map[string]string) error {
+	var names []string
+	for n := range failures {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("# ONNX node tests that do not pass, with the reason; TestNodeSuite keeps this true.\n")
+	b.WriteString("# Regenerate with: go test ./onnx -run TestNodeSuite -update\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s  %s\n", n, failures[n])
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// runNodeTest runs one test directory: every data set through the model
+// converted and compiled for its input shapes.
+func runNodeTest(dev backend.Device, dir string) error {
+	m, err := Load(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		return err
+	}
+	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
+	if len(sets) == 0 {
+		return errors.New("no test data sets")
+	}
+	sort.Strings(sets)
+	for _, set := range sets {
+		if err := runDataSet(dev, m, set); err != nil {
+			if len(sets) == 1 {
+				return err
+			}
+			return fmt.Errorf("%s: %w", filepath.Base(set), err)
+		}
+	}
+	return nil
+}
+
+func readTensors(dir, prefix string) ([]*Tensor, error) {
+	var ts []*Tensor
+	for k := 0; ; k++ {
+		path := filepath.Join(dir, fmt.Sprintf("%s_%d.pb", prefix, k))
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return ts, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		t, err := DecodeTensor(data, dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+		ts = append(ts, t)
+	}
+}
+
+func runDataSet(dev backend.Device, m *Model, set string) error {
+	inputs, err := readTensors(set, "input")
+	if err != nil {
+		return err
+	}
+	outputs, err := readTensors(set, "output")
+	if err != nil {
+		return err
+	}
+	if len(inputs) != len(m.Inputs) {
+		return fmt.Errorf("%d inputs for a model of %d", len(inputs), len(m.Inputs))
+	}
+	if len(outputs) != len(m.Outputs) {
+		return fmt.Errorf("%d outputs for a model of %d", len(outputs), len(m.Outputs))
+	}
+	opt := Options{Shapes: map[string]tile.Shape{}, Values: map[string]*tile.Value{}}
+	feeds := map[string]*Tensor{}
+	for k, in := range m.Inputs {
+		opt.Shapes[in.Name] = inputs[k].Shape()
+		feeds[in.Name] = inputs[k]
+	}
+	var g *tile.Graph
+	for {
+		g, err = m.Graph(opt)
+		var need *ValueNeededError
+		if !errors.As(err, &need) {
+			break
+		}
+		for _, name := range need.Inputs {
+			if _, done := opt.Values[name]; done {
+				return err
+			}
+			v, verr := feeds[name].Value()
+			if verr != nil {
+				return verr
+			}
+			opt.Values[name] = v
+		}
+	}
+	if err != nil {
+		return err
+	}
+	x, err := dev.Compile(g)
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	defer x.Close()
+	for _, in := range g.Inputs() {
+		name := in.Op().(*tile.InputOp).Name
+		t := feeds[name]
+		if FromTile(in.DType()) != t.Type {
+			return fmt.Errorf("input %q: the test gives %s, the model takes %s", name, t.Type, FromTile(in.DType()))
+		}
+		var data any
+		if in.DType() == tile.Int64 {
+			data = t.Int64
+		} else {
+			data = backend.HostSlice(in.DType(), t.Data)
+		}
+		if err := x.SetInput(name, data); err != nil {
+			return err
+		}
+	}
+	if err := x.Run(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	outs := g.Outputs()
+	for k, o := range m.Outputs {
+		want := outputs[k]
+		var got *tile.Tensor
+		for _, out := range outs {
+			if out.Name == o.Name {
+				got = out.Tensor
+			}
+		}
+		if got == nil {
+			return fmt.Errorf("output %q: not in the graph", o.Name)
+		}
+		if FromTile(got.DType()) != want.Type {
+			return fmt.Errorf("output %q: computed %s, expected %s", o.Name, FromTile(got.DType()), want.Type)
+		}
+		if !got.Shape().Equal(want.Shape()) {
+			return fmt.Errorf("output %q: computed shape %v, expected %v", o.Name, got.Shape(), want.Shape())
+		}
+		dst := backend.HostSlice(got.DType(), make([]float64, got.Size()))
+		if err := x.ReadOutput(o.Name, dst); err != nil {
+			return err
+		}
+		if err := compareOutput(got.DType(), dst, want); err != nil {
+			return fmt.Errorf("output %q (%s%v): %w", o.Name, want.Type, want.Dims, err)
+		}
+	}
+	return nil
+}
+
+// compareOutput compares a computed output with the expected tensor:
+// floats within rtol 1e-3 and atol 1e-7 with NaNs and infinities matching,
+// integers and booleans exactly.
+func compareOutput(dt tile.DType, got any, want *Tensor) error {
+	if dt == tile.Int64 {
+		g := got.([]int64)
+		for i := range g {
+			if g[i] != want.Int64[i] {
+				return fmt.Errorf("element %d is %d, expected %d", i, g[i], want.Int64[i])
+			}
+		}
+		return nil
+	}
+	g := backend.ToFloat64(got)
+	bad, worst := -1, 0.0
+	for i, w := range want.Data {
+		x := g[i]
+		if !dt.IsFloat() {
+			if x != w {
+				return fmt.Errorf("element %d is %v, expected %v", i, x, w)
+			}
+			continue
+		}
+		switch {
+		case math.IsNaN(w) || math.IsNaN(x):
+			if math.IsNaN(w) != math.IsNaN(x) {
+				return fmt.Errorf("element %d is %v, expected %v", i, x, w)
+			}
+		case math.IsInf(w, 0) || math.IsInf(x, 0):
+			if x != w {
+				return fmt.Errorf("element %d is %v, expected %v", i, x, w)
+			}
+		default:
+			d := math.Abs(x - w)
+			if d > 1e-7+1e-3*math.Abs(w) && d > worst {
+				bad, worst = i, d
+			}
+		}
+	}
+	if bad >= 0 {
+		return fmt.Errorf("element %d is %v, expected %v (and maybe others; the largest difference)", bad, g[bad], want.Data[bad])
+	}
+	return nil
+}
