@@ -281,6 +281,12 @@ func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 	}
 	before := cv.g.Err()
 	fn(c)
+	if fold && c.err == nil && c.g.Err() == nil && c.outSize() > foldLimit {
+		// Too large to compute here: build it in the graph instead.
+		fold = false
+		c.g, c.outs, c.used = cv.g, nil, map[string]bool{}
+		fn(c)
+	}
 	if c.err == nil {
 		if err := c.g.Err(); err != nil && (fold || before == nil) {
 			c.err = err
@@ -356,6 +362,17 @@ func (c *ctx) evaluate() error {
 		c.outs[i] = &value{c: res[fmt.Sprintf("out%d", i)], dt: v.dt, sh: v.sh}
 	}
 	return nil
+}
+
+// outSize returns the elements of the outputs that are still to compute.
+func (c *ctx) outSize() int {
+	n := 0
+	for _, v := range c.outs {
+		if v != nil && v.c == nil {
+			n += v.sh.Size()
+		}
+	}
+	return n
 }
 
 // fail records the node's first error and returns an invalid tensor.

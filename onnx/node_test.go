@@ -62,7 +62,7 @@ func TestNodeSuite(t *testing.T) {
 				err := runNodeTest(dev, filepath.Join(dir, name))
 				mu.Lock()
 				if err != nil {
-					failures[name] = reason(err)
+					failures[name] = strings.ReplaceAll(reason(err), filepath.Join(dir, name)+string(filepath.Separator), "")
 				}
 				mu.Unlock()
 				if update {
