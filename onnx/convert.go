@@ -281,7 +281,7 @@ func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 	}
 	before := cv.g.Err()
 	fn(c)
-	if fold && c.err == nil && c.g.Err() == nil && c.outSize() > foldLimit {
+	if fold && c.err == nil && c.g.Err() == nil && (c.outSize() > foldLimit || foldWork(c.g) > foldWorkLimit) {
 		// Too large to compute here: build it in the graph instead.
 		fold = false
 		c.g, c.outs, c.used = cv.g, nil, map[string]bool{}
@@ -362,6 +362,45 @@ func (c *ctx) evaluate() error {
 		c.outs[i] = &value{c: res[fmt.Sprintf("out%d", i)], dt: v.dt, sh: v.sh}
 	}
 	return nil
+}
+
+// foldWorkLimit bounds the work (points of index spaces, elements of other
+// nodes) of evaluating one node at conversion time.
+const foldWorkLimit = 1 << 24
+
+// foldWork estimates the work of evaluating g with the reference executor.
+func foldWork(g *tile.Graph) int {
+	work := 0
+	for _, n := range g.Nodes() {
+		points := n.Size()
+		if con, ok := n.Op().(*tile.ContractionOp); ok {
+			var shapes []tile.Shape
+			for _, a := range n.Args() {
+				shapes = append(shapes, a.Shape())
+			}
+			ranges, err := con.Ranges(n.Shape(), shapes)
+			if err != nil {
+				return math.MaxInt
+			}
+			points = 1
+			for _, r := range ranges {
+				k := r.Hi - r.Lo + 1
+				if k <= 0 {
+					points = 0
+					break
+				}
+				if points > foldWorkLimit/k {
+					return math.MaxInt
+				}
+				points *= k
+			}
+		}
+		work += points
+		if work > foldWorkLimit {
+			return work
+		}
+	}
+	return work
 }
 
 // outSize returns the elements of the outputs that are still to compute.

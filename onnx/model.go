@@ -16,6 +16,9 @@ import (
 // 2 GiB, protobuf's own limit for one message.
 const MaxModelBytes = 2 << 30
 
+// readLimit is MaxModelBytes, lowered by tests.
+var readLimit int64 = MaxModelBytes
+
 // Model is a decoded and checked ONNX model.
 type Model struct {
 	// IRVersion is the model's IR version.
@@ -93,12 +96,12 @@ func Load(path string) (*Model, error) {
 // at most MaxModelBytes. External data is read relative to dir; with an
 // empty dir a model with external data is refused.
 func Read(r io.Reader, dir string) (*Model, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxModelBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, readLimit+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the model: %w", err)
 	}
-	if len(data) > MaxModelBytes {
-		return nil, fmt.Errorf("the model is larger than %d bytes", int64(MaxModelBytes))
+	if int64(len(data)) > readLimit {
+		return nil, fmt.Errorf("the model is larger than %d bytes", readLimit)
 	}
 	var mp pb.ModelProto
 	if err := unmarshal(data, &mp); err != nil {

@@ -184,6 +184,10 @@ func opArg(c *ctx, isMax bool) {
 		return
 	}
 	src := x
+	if last && d > maxIndexList {
+		c.fail("select_last_index over %d elements is too large", d)
+		return
+	}
 	if last {
 		idx := make([]int, d)
 		for i := range idx {

@@ -3,7 +3,6 @@ package onnx
 import (
 	"math"
 
-	"github.com/tartanml/tartan/onnx/internal/pb"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -518,6 +517,10 @@ func opSlice(c *ctx) {
 	}
 	y := c.g.Slice(x, start, stop, step)
 	for _, rv := range revs {
+		if rv.n > maxIndexList {
+			c.fail("a reversed slice of %d elements is too large", rv.n)
+			return
+		}
 		idx := make([]float64, rv.n)
 		for k := range idx {
 			idx[k] = float64(rv.start + k*rv.step)
@@ -630,6 +633,9 @@ func opRange(c *ctx) {
 	c.setKnown(0, v)
 }
 
+// maxIndexList bounds the lists of positions built here for a gather.
+const maxIndexList = 1 << 24
+
 // gatherIndex reads x along axis at the given positions.
 func gatherIndex(g *tile.Graph, x *tile.Tensor, axis int, idx []int) *tile.Tensor {
 	d := make([]float64, len(idx))
@@ -718,6 +724,10 @@ func opPad(c *ctx) {
 		d := y.Dim(a)
 		if d == 0 || (mode == "reflect" && d == 1 && lo[a]+hi[a] > 0) {
 			c.fail("%s padding of an axis of %d elements", mode, d)
+			return
+		}
+		if int64(d)+int64(lo[a])+int64(hi[a]) > maxIndexList {
+			c.fail("%s padding to %d elements along axis %d is too large", mode, int64(d)+int64(lo[a])+int64(hi[a]), a)
 			return
 		}
 		idx := make([]int, 0, d+lo[a]+hi[a])
@@ -823,5 +833,3 @@ func opDropout(c *ctx) {
 		c.set(1, c.g.BroadcastTo(c.g.Scalar(1, tile.Bool), x.Shape()))
 	}
 }
-
-var _ = pb.AttributeProto_INT
