@@ -185,7 +185,7 @@ func opRecurrent(c *ctx, kind string, gates int, defaults []string) {
 	zeros := g.BroadcastTo(g.Scalar(0, dt), tile.Shape{batch, hidden})
 	var ys, hs, cs []*tile.Tensor
 	for d := range dirs {
-		wd, rd := pick(w, d), pick(rw, d) // (G·h, in), (G·h, h)
+		wd, rd := pick(w, d), pick(rw, d)                   // (G·h, in), (G·h, h)
 		xw := op.MatMul(g, x, g.Transpose(wd, []int{1, 0})) // (seq, batch, G·h)
 		if c.has(3) {
 			b := pick(c.in(3), d) // (2·G·h)
