@@ -216,6 +216,16 @@ var registry = map[string]opFunc{}
 
 func register(name string, fn opFunc) { registry[name] = fn }
 
+// domains maps other op domains to their registries.
+var domains = map[string]map[string]opFunc{}
+
+func registerIn(domain, name string, fn opFunc) {
+	if domains[domain] == nil {
+		domains[domain] = map[string]opFunc{}
+	}
+	domains[domain][name] = fn
+}
+
 // ctx is the context of one node's conversion.
 type ctx struct {
 	cv    *converter
@@ -235,10 +245,22 @@ type ctx struct {
 func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 	c := &ctx{cv: cv, node: n, name: nodeName(n, index), op: n.GetOpType(), opset: opset,
 		attrs: map[string]*pb.AttributeProto{}, used: map[string]bool{}}
-	if d := n.GetDomain(); d != "" && d != "ai.onnx" {
-		return fmt.Errorf("%s: ops of domain %q are not supported", c.name, d)
-	}
 	fn := registry[c.op]
+	if d := n.GetDomain(); d != "" && d != "ai.onnx" {
+		ops := domains[d]
+		if ops == nil {
+			return fmt.Errorf("%s: ops of domain %q are not supported", c.name, d)
+		}
+		v, ok := cv.m.Opsets[d]
+		if !ok {
+			return fmt.Errorf("%s: the model imports no opset of domain %q", c.name, d)
+		}
+		c.opset, opset = v, v
+		fn = ops[c.op]
+		if fn == nil {
+			return fmt.Errorf("%s: unsupported op %s of domain %q (opset %d)", c.name, c.op, d, opset)
+		}
+	}
 	if fn == nil {
 		return fmt.Errorf("%s: unsupported op %s (opset %d)", c.name, c.op, opset)
 	}
