@@ -364,3 +364,174 @@ func opEyeLike(c *ctx) {
 	diff := g.Sub(g.Iota(tile.Int64, s, 1), g.Iota(tile.Int64, s, 0))
 	c.set(0, g.Cast(g.Elementwise(tile.Eq, diff, g.Scalar(float64(k), tile.Int64)), dt))
 }
+
+func init() {
+	register("Compress", opCompress)
+	register("NonZero", opNonZero)
+	register("ReverseSequence", opReverseSequence)
+	register("TopK", opTopK)
+}
+
+// opCompress keeps the slices along axis (of the flattened input when no
+// axis is given) where the known condition holds.
+func opCompress(c *ctx) {
+	x := c.in(0)
+	cond := c.known(1)
+	if c.failed() {
+		return
+	}
+	if cond.DType != tile.Bool || cond.Shape.Rank() != 1 {
+		c.fail("condition %s%v must be a bool vector", cond.DType, cond.Shape)
+		return
+	}
+	g := c.g
+	ax := 0
+	if c.hasAttr("axis") {
+		ax = c.axis(c.attrInt("axis", 0), x.Rank(), "axis")
+	} else {
+		c.used["axis"] = true
+		x = g.Reshape(x, tile.Shape{x.Size()})
+	}
+	if c.failed() {
+		return
+	}
+	if len(cond.Data) > x.Dim(ax) {
+		c.fail("condition of %d elements is longer than axis %d of %v", len(cond.Data), ax, x.Shape())
+		return
+	}
+	var keep []int
+	for i, v := range cond.Data {
+		if v != 0 {
+			keep = append(keep, i)
+		}
+	}
+	c.set(0, gatherIndex(g, x, ax, keep))
+}
+
+// opNonZero lists the coordinates of the nonzero elements of a known
+// tensor (the output's shape depends on the values), in row-major order.
+func opNonZero(c *ctx) {
+	v := c.known(0)
+	if c.failed() {
+		return
+	}
+	r := v.Shape.Rank()
+	strides := v.Shape.Strides()
+	var nz []int
+	for i, x := range v.Data {
+		if x != 0 {
+			nz = append(nz, i)
+		}
+	}
+	data := make([]float64, r*len(nz))
+	for k, i := range nz {
+		for d := range r {
+			data[d*len(nz)+k] = float64(i / strides[d] % v.Shape[d])
+		}
+	}
+	if r == 0 {
+		r = 1
+		data = make([]float64, len(nz))
+	}
+	out, err := tile.ValueOf(tile.Int64, tile.Shape{r, len(nz)}, data)
+	if err != nil {
+		c.fail("%v", err)
+		return
+	}
+	c.setKnown(0, out)
+}
+
+func opReverseSequence(c *ctx) {
+	x := c.in(0)
+	lens := c.indexInput(1)
+	ba, ta := c.attrInt("batch_axis", 1), c.attrInt("time_axis", 0)
+	if c.failed() {
+		return
+	}
+	if x.Rank() < 2 || (ba != 0 && ba != 1) || (ta != 0 && ta != 1) || ba == ta {
+		c.fail("batch_axis %d and time_axis %d must be 0 and 1 of a tensor of rank 2 or more, not %v", ba, ta, x.Shape())
+		return
+	}
+	if !lens.Shape().Equal(tile.Shape{x.Dim(int(ba))}) {
+		c.fail("sequence_lens %v do not fit batch %d", lens.Shape(), x.Dim(int(ba)))
+		return
+	}
+	g := c.g
+	s := x.Shape()
+	ls := ones(x.Rank())
+	ls[ba] = s[ba]
+	n := g.BroadcastTo(g.Reshape(lens, ls), s)
+	t := g.Iota(tile.Int64, s, int(ta))
+	idx := g.Select(g.Elementwise(tile.Lt, t, n), g.Sub(g.Sub(n, g.ScalarLike(n, 1)), t), t)
+	lin := linearIndex(g, idx, s, int(ta))
+	c.set(0, g.Gather(g.Reshape(x, tile.Shape{x.Size()}), lin, 0))
+}
+
+// opTopK ranks every element of a row against the others (an element is
+// beaten by larger ones and by equal ones before it) and picks the first k
+// ranks, sorted.
+func opTopK(c *ctx) {
+	x := c.in(0)
+	var k int64
+	if c.opset < 10 {
+		k = c.attrInt("k", 0)
+	} else if kv := c.knownInts(1); len(kv) == 1 {
+		k = kv[0]
+	} else if !c.failed() {
+		c.fail("K must hold one element")
+	}
+	a := c.attrInt("axis", -1)
+	largest, sorted := true, true
+	if c.opset >= 11 {
+		largest = c.attrInt("largest", 1) != 0
+		sorted = c.attrInt("sorted", 1) != 0
+	}
+	_ = sorted // the output is sorted either way
+	if c.failed() {
+		return
+	}
+	ax := c.axis(a, x.Rank(), "axis")
+	if c.failed() {
+		return
+	}
+	n := x.Dim(ax)
+	if k < 0 || k > int64(n) {
+		c.fail("k %d is out of range for axis %d of %v", k, ax, x.Shape())
+		return
+	}
+	if n > 4096 {
+		c.fail("TopK along an axis of %d elements is not supported (4096 at most)", n)
+		return
+	}
+	g := c.g
+	r := x.Rank()
+	perm := make([]int, 0, r)
+	for i := range r {
+		if i != ax {
+			perm = append(perm, i)
+		}
+	}
+	perm = append(perm, ax)
+	xt := g.Transpose(x, perm) // (…, n)
+	lead := xt.Shape()[:r-1]
+	col := g.Reshape(xt, append(lead.Clone(), n, 1)) // element i
+	row := g.Reshape(xt, append(lead.Clone(), 1, n)) // element j
+	cmp := tile.Gt
+	if !largest {
+		cmp = tile.Lt
+	}
+	before := g.Elementwise(tile.Lt, g.Iota(tile.Int64, tile.Shape{n, n}, 1), g.Iota(tile.Int64, tile.Shape{n, n}, 0))
+	beats := g.Elementwise(tile.Or, g.Elementwise(cmp, row, col), g.Elementwise(tile.And, g.Elementwise(tile.Eq, row, col), before))
+	rank := reduce(g, g.Cast(beats, tile.Int64), []int{r}, false, tile.Sum) // (…, n)
+	hit := g.Elementwise(tile.Eq, g.Reshape(rank, append(lead.Clone(), n, 1)), g.Iota(tile.Int64, tile.Shape{1, int(k)}, 1))
+	wide := append(lead.Clone(), n, int(k))
+	vals := reduce(g, g.Select(hit, g.BroadcastTo(col, wide), g.BroadcastTo(g.ScalarLike(x, 0), wide)), []int{r - 1}, false, tile.Sum)
+	pos := g.BroadcastTo(g.Iota(tile.Int64, tile.Shape{n, 1}, 0), wide)
+	idx := reduce(g, g.Select(hit, pos, g.BroadcastTo(g.Scalar(0, tile.Int64), wide)), []int{r - 1}, false, tile.Sum)
+	inv := make([]int, r)
+	for i, p := range perm {
+		inv[p] = i
+	}
+	c.set(0, g.Transpose(vals, inv))
+	c.set(1, g.Transpose(idx, inv))
+}
