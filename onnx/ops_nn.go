@@ -20,6 +20,7 @@ func init() {
 	register("MaxPool", func(c *ctx) { opPool(c, "max") })
 	register("AveragePool", func(c *ctx) { opPool(c, "avg") })
 	register("LpPool", func(c *ctx) { opPool(c, "lp") })
+	register("MaxUnpool", opMaxUnpool)
 	register("GlobalAveragePool", func(c *ctx) { opGlobalPool(c, "avg") })
 	register("GlobalMaxPool", func(c *ctx) { opGlobalPool(c, "max") })
 	register("GlobalLpPool", func(c *ctx) { opGlobalPool(c, "lp") })
@@ -374,12 +375,9 @@ func opPool(c *ctx, kind string) {
 	if kind == "lp" {
 		p = float64(c.attrInt("p", 2))
 	}
+	storage := int64(0)
 	if kind == "max" {
-		c.ignore("storage_order")
-		if c.wantsOut(1) {
-			c.fail("the Indices output is not supported")
-			return
-		}
+		storage = c.attrInt("storage_order", 0)
 	}
 	if c.failed() {
 		return
@@ -401,7 +399,11 @@ func opPool(c *ctx, kind string) {
 	xIdx := append([]tile.Affine{n, ch}, acc...)
 	switch kind {
 	case "max":
-		c.set(0, g.Contract(tile.Max, tile.CombNone, shape, oIdx, []tile.Operand{{Tensor: x, Index: xIdx}}, cons...))
+		y := g.Contract(tile.Max, tile.CombNone, shape, oIdx, []tile.Operand{{Tensor: x, Index: xIdx}}, cons...)
+		c.set(0, y)
+		if c.wantsOut(1) {
+			c.set(1, maxPoolIndices(c, x, y, shape, oIdx, xIdx, cons, storage))
+		}
 	case "lp":
 		a := g.Elementwise(tile.Pow, g.Elementwise(tile.Abs, x), g.ScalarLike(x, p))
 		s := g.Contract(tile.Sum, tile.CombNone, shape, oIdx, []tile.Operand{{Tensor: a, Index: xIdx}}, cons...)
@@ -431,6 +433,102 @@ func opPool(c *ctx, kind string) {
 			[]tile.Operand{{Tensor: ref, Index: append([]tile.Affine{tile.Lit(0), tile.Lit(0)}, refIdx...)}}, cons...)
 		c.set(0, g.Div(s, cnt))
 	}
+}
+
+// maxPoolIndices returns, for every maximum y of a max pooling of x, the
+// flat position in x of the first element of its window that attains it:
+// row-major, or with storage_order 1 column-major over the spatial axes.
+func maxPoolIndices(c *ctx, x, y *tile.Tensor, shape tile.Shape, oIdx, xIdx []tile.Affine, cons []tile.Constraint, storage int64) *tile.Tensor {
+	g := c.g
+	s := x.Shape()
+	pos := linearIndex(g, g.Iota(tile.Int64, s, 0), s, 0) // every element's row-major offset
+	first := g.Contract(tile.Min, tile.CombEq, shape, oIdx, []tile.Operand{
+		{Tensor: x, Index: xIdx}, {Tensor: y, Index: oIdx}, {Tensor: pos, Index: xIdx}}, cons...)
+	switch storage {
+	case 0:
+		return first
+	case 1:
+	default:
+		return c.fail("storage_order %d is not supported", storage)
+	}
+	// Rewrite the spatial part column-major.
+	strides := s.Strides()
+	rest := first
+	var spatial []*tile.Tensor
+	for d := range s {
+		k := g.Scalar(float64(strides[d]), tile.Int64)
+		q := g.Div(rest, k)
+		rest = g.Sub(rest, g.Mul(q, k))
+		spatial = append(spatial, q)
+	}
+	out := g.Add(g.Mul(spatial[0], g.Scalar(float64(strides[0]), tile.Int64)), g.Mul(spatial[1], g.Scalar(float64(strides[1]), tile.Int64)))
+	mult := 1
+	for d := 2; d < len(s); d++ {
+		out = g.Add(out, g.Mul(spatial[d], g.Scalar(float64(mult), tile.Int64)))
+		mult *= s[d]
+	}
+	return out
+}
+
+func opMaxUnpool(c *ctx) {
+	x := c.in(0)
+	idx := c.indexInput(1)
+	if c.failed() {
+		return
+	}
+	r := x.Rank()
+	if r < 3 || !idx.Shape().Equal(x.Shape()) {
+		c.fail("X %v must be (N, C, spatial…) and I of its shape, not %v", x.Shape(), idx.Shape())
+		return
+	}
+	n := r - 2
+	kernel := toInts(c.attrInts("kernel_shape"))
+	strides := fill(toInts(c.attrInts("strides")), n, 1)
+	pads := fill(toInts(c.attrInts("pads")), 2*n, 0)
+	if c.failed() {
+		return
+	}
+	if len(kernel) != n || len(strides) != n || len(pads) != 2*n {
+		c.fail("kernel_shape %v, strides %v or pads %v do not fit %d spatial dimensions", kernel, strides, pads, n)
+		return
+	}
+	out := tile.Shape{x.Dim(0), x.Dim(1)}
+	for i := range n {
+		out = append(out, (x.Dim(2+i)-1)*strides[i]-pads[i]-pads[n+i]+kernel[i])
+	}
+	if _, err := elementCount(int64s(out)); err != nil {
+		c.fail("output shape: %v", err)
+		return
+	}
+	g := c.g
+	flat := g.ScatterAdd(g.Reshape(x, tile.Shape{x.Size()}), g.Reshape(idx, tile.Shape{x.Size()}), 0, tile.Shape{out.Size()})
+	y := g.Reshape(flat, out)
+	if c.has(2) {
+		// The indices address the default output; a larger output_shape
+		// extends it at the end of each axis.
+		os := c.knownInts(2)
+		if c.failed() {
+			return
+		}
+		want := c.knownShape(os, "output_shape")
+		if c.failed() {
+			return
+		}
+		if len(want) != r {
+			c.fail("output_shape %v does not fit rank %d", os, r)
+			return
+		}
+		lo, hi := make([]int, r), make([]int, r)
+		for i := range r {
+			hi[i] = want[i] - out[i]
+			if hi[i] < 0 || (i < 2 && hi[i] != 0) {
+				c.fail("output_shape %v is smaller than the unpooled shape %v", want, out)
+				return
+			}
+		}
+		y = g.Pad(y, lo, hi, 0)
+	}
+	c.set(0, y)
 }
 
 func opGlobalPool(c *ctx, kind string) {
