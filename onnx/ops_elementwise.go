@@ -278,7 +278,11 @@ func opRound(c *ctx) {
 	if c.failed() {
 		return
 	}
-	g := c.g
+	c.set(0, roundEven(c.g, x))
+}
+
+// roundEven rounds x to the nearest integer, halves to even.
+func roundEven(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
 	f := g.Elementwise(tile.Floor, x)
 	d := g.Sub(x, f)
 	half := g.ScalarLike(x, 0.5)
@@ -286,7 +290,7 @@ func opRound(c *ctx) {
 	two := g.ScalarLike(x, 2)
 	odd := g.Elementwise(tile.Ne, g.Sub(f, g.Mul(two, g.Elementwise(tile.Floor, g.Div(f, two)))), g.ScalarLike(x, 0))
 	up := g.Elementwise(tile.Or, g.Elementwise(tile.Gt, d, half), g.Elementwise(tile.And, g.Elementwise(tile.Eq, d, half), odd))
-	c.set(0, g.Select(up, g.Add(f, one), f))
+	return g.Select(up, g.Add(f, one), f)
 }
 
 // opClip bounds input 0 by min and max: attributes before opset 11,
