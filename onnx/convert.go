@@ -64,9 +64,11 @@ type value struct {
 
 // converter holds the state of one Model.Graph call.
 type converter struct {
-	m   *Model
-	g   *tile.Graph
-	env map[string]*value
+	m     *Model
+	g     *tile.Graph
+	env   map[string]*value
+	scope string // names the subgraph being converted, for messages
+	depth int    // how deep subgraphs nest
 }
 
 // Graph converts the model into a tile graph: its inputs become tile inputs
@@ -216,6 +218,10 @@ var registry = map[string]opFunc{}
 
 func register(name string, fn opFunc) { registry[name] = fn }
 
+// noFold names the ops that are never built on a scratch graph: those that
+// convert subgraphs into the graph itself.
+var noFold = map[string]bool{}
+
 // domains maps other op domains to their registries.
 var domains = map[string]map[string]opFunc{}
 
@@ -243,7 +249,7 @@ type ctx struct {
 
 // node converts one node.
 func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
-	c := &ctx{cv: cv, node: n, name: nodeName(n, index), op: n.GetOpType(), opset: opset,
+	c := &ctx{cv: cv, node: n, name: cv.scope + nodeName(n, index), op: n.GetOpType(), opset: opset,
 		attrs: map[string]*pb.AttributeProto{}, used: map[string]bool{}}
 	fn := registry[c.op]
 	if d := n.GetDomain(); d != "" && d != "ai.onnx" {
@@ -273,7 +279,7 @@ func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 		}
 		c.attrs[a.GetName()] = a
 	}
-	fold := true
+	fold := !noFold[c.op]
 	size := 0
 	var deps []string
 	for _, in := range n.GetInput() {
