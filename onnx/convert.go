@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -308,12 +309,16 @@ func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 		c.g = tile.NewGraph("fold")
 	}
 	before := cv.g.Err()
-	fn(c)
+	if err := c.run(fn); err != nil {
+		return err
+	}
 	if fold && c.err == nil && c.g.Err() == nil && (c.outSize() > foldLimit || foldWork(c.g) > foldWorkLimit) {
 		// Too large to compute here: build it in the graph instead.
 		fold = false
 		c.g, c.outs, c.used = cv.g, nil, map[string]bool{}
-		fn(c)
+		if err := c.run(fn); err != nil {
+			return err
+		}
 	}
 	if c.err == nil {
 		if err := c.g.Err(); err != nil && (fold || before == nil) {
@@ -358,6 +363,18 @@ func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 		}
 		cv.env[out] = v
 	}
+	return nil
+}
+
+// run calls the op's builder, turning a panic (a bug of the builder) into
+// an error naming the node.
+func (c *ctx) run(fn opFunc) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s at opset %d: internal error: panic: %v\n%s", c.name, c.opset, r, debug.Stack())
+		}
+	}()
+	fn(c)
 	return nil
 }
 

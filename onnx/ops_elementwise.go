@@ -54,7 +54,13 @@ func init() {
 		})
 	}
 	register("Not", func(c *ctx) { c.set(0, c.g.Elementwise(tile.Not, c.in(0))) })
-	register("Identity", func(c *ctx) { c.outs = append(c.outs, c.ins[0]) })
+	register("Identity", func(c *ctx) {
+		if !c.has(0) {
+			c.fail("input 0 is missing")
+			return
+		}
+		c.outs = append(c.outs, c.ins[0])
+	})
 	register("Where", func(c *ctx) { c.set(0, c.g.Select(c.in(0), c.in(1), c.in(2))) })
 	register("IsNaN", func(c *ctx) {
 		x := c.in(0)

@@ -98,7 +98,7 @@ func nllLoss(c *ctx, x *tile.Tensor) *tile.Tensor {
 
 // ones returns a shape of n ones.
 func ones(n int) tile.Shape {
-	s := make(tile.Shape, n)
+	s := make(tile.Shape, max(n, 0))
 	for i := range s {
 		s[i] = 1
 	}
