@@ -3,10 +3,10 @@ package onnx
 import (
 	"bytes"
 	"fmt"
-	"sort"
-	"strings"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
