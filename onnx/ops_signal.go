@@ -235,3 +235,71 @@ func opSTFT(c *ctx) {
 	}
 	c.set(0, dft(c, x, 2, length, bins, false))
 }
+
+func init() { register("MelWeightMatrix", opMelWeightMatrix) }
+
+// opMelWeightMatrix builds the triangular filters of a mel filter bank:
+// num_mel_bins + 2 points equally spaced on the mel scale between the edge
+// frequencies, mapped to DFT bins, each filter rising from its left point
+// to its centre and falling to its right one. Every input must be known.
+func opMelWeightMatrix(c *ctx) {
+	nm, dl, sr := c.knownInts(0), c.knownInts(1), c.knownInts(2)
+	lo, hi := c.known(3), c.known(4)
+	dt := c.attrDType("output_datatype", Float)
+	if c.failed() {
+		return
+	}
+	if len(nm) != 1 || len(dl) != 1 || len(sr) != 1 || len(lo.Data) != 1 || len(hi.Data) != 1 {
+		c.fail("every input must be a scalar")
+		return
+	}
+	mels, dft, rate := nm[0], dl[0], sr[0]
+	if mels < 1 || dft < 1 || rate < 1 || mels > maxIndexList || dft > maxIndexList || (dft/2+1)*mels > maxIndexList {
+		c.fail("num_mel_bins %d, dft_length %d and sample_rate %d are out of range", mels, dft, rate)
+		return
+	}
+	bins := int(dft/2 + 1)
+	toMel := func(f float64) float64 { return 2595 * math.Log10(1+f/700) }
+	lowMel, highMel := toMel(lo.Data[0]), toMel(hi.Data[0])
+	points := int(mels) + 2
+	step := (highMel - lowMel) / float64(points)
+	freq := make([]int, points)
+	for i := range freq {
+		hz := 700 * (math.Pow(10, (float64(i)*step+lowMel)/2595) - 1)
+		freq[i] = int(math.Floor(float64(dft+1) * hz / float64(rate)))
+	}
+	out := make([]float64, bins*int(mels))
+	set := func(j, i int, v float64) error {
+		if j < 0 || j >= bins {
+			return fmt.Errorf("filter %d reaches DFT bin %d, outside [0, %d)", i, j, bins)
+		}
+		out[j*int(mels)+i] = v
+		return nil
+	}
+	for i := range int(mels) {
+		left, centre, right := freq[i], freq[i+1], freq[i+2]
+		var err error
+		if up := centre - left; up == 0 {
+			err = set(centre, i, 1)
+		} else {
+			for j := left; j <= centre && err == nil; j++ {
+				err = set(j, i, float64(j-left)/float64(up))
+			}
+		}
+		if down := right - centre; down > 0 {
+			for j := centre; j < right && err == nil; j++ {
+				err = set(j, i, float64(right-j)/float64(down))
+			}
+		}
+		if err != nil {
+			c.fail("%v", err)
+			return
+		}
+	}
+	v, err := tile.ValueOf(dt, tile.Shape{bins, int(mels)}, out)
+	if err != nil {
+		c.fail("%v", err)
+		return
+	}
+	c.setKnown(0, v)
+}
