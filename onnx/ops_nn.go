@@ -262,11 +262,10 @@ func opConvTranspose(c *ctx) {
 		return
 	}
 	n := r - 2
-	kernel := fill(toInts(c.attrInts("kernel_shape")), n, 0)
-	for i := range kernel {
-		if kernel[i] == 0 {
-			kernel[i] = wt.Dim(2 + i)
-		}
+	kernel := wt.Shape()[2:]
+	if ks := toInts(c.attrInts("kernel_shape")); ks != nil && !tile.Shape(ks).Equal(kernel) {
+		c.fail("kernel_shape %v differs from the weights %v", ks, wt.Shape())
+		return
 	}
 	strides := fill(toInts(c.attrInts("strides")), n, 1)
 	dil := fill(toInts(c.attrInts("dilations")), n, 1)
