@@ -73,8 +73,10 @@ type converter struct {
 }
 
 // Graph converts the model into a tile graph: its inputs become tile inputs
-// of the same names, initializers constants (or variables, see Options),
-// and its outputs tile outputs of the same names. Whatever depends on known
+// named as in ONNX, initializers constants (or variables, see Options), and
+// its outputs tile outputs named as in ONNX (see TileName for names that are
+// no tile identifiers). Options refer to inputs and initializers by their
+// ONNX names. Whatever depends on known
 // values only (shape computations, constants) is computed here. Every
 // unsupported op, attribute or type is an error naming the node.
 func (m *Model) Graph(opt Options) (*tile.Graph, error) {
@@ -94,7 +96,7 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		}
 		if vars[t.Name] || (opt.AllVariables && v.DType.IsFloat()) {
 			delete(vars, t.Name)
-			x := cv.g.Variable(t.Name, v.DType, v.Shape)
+			x := cv.g.Variable(m.TileName(t.Name), v.DType, v.Shape)
 			cv.env[t.Name] = &value{t: x, dt: v.DType, sh: v.Shape}
 			continue
 		}
@@ -124,7 +126,7 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 			cv.env[in.Name] = &value{c: v.Clone(), dt: dt, sh: shape}
 			continue
 		}
-		x := cv.g.Input(in.Name, dt, shape)
+		x := cv.g.Input(m.TileName(in.Name), dt, shape)
 		if err := cv.g.Err(); err != nil {
 			return nil, fmt.Errorf("graph input %q: %w", in.Name, err)
 		}
@@ -144,7 +146,7 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		if want, ok := out.Type.Tile(); out.Type != Undefined && (!ok || want != v.dt) {
 			return nil, fmt.Errorf("graph output %q: the graph computes %s, the model declares %s", out.Name, FromTile(v.dt), out.Type)
 		}
-		cv.g.SetOutput(out.Name, cv.tensor(cv.g, v))
+		cv.g.SetOutput(m.TileName(out.Name), cv.tensor(cv.g, v))
 	}
 	if err := cv.g.Err(); err != nil {
 		return nil, fmt.Errorf("graph outputs: %w", err)

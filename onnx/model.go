@@ -37,6 +37,80 @@ type Model struct {
 
 	nodes []*pb.NodeProto // topologically sorted
 	index []int           // index[i] is nodes[i]'s position in the file
+	names map[string]string
+}
+
+// TileName returns the name that the graph input, output or initializer
+// called name has in the tile graphs Graph builds. ONNX names that are tile
+// identifiers keep their names; others (such as PyTorch's "0" or
+// "input:0?") have every character that an identifier may not hold replaced
+// by '_', a '_' put before a leading digit or dot, and a suffix "_2",
+// "_3", … where that would clash with another name.
+func (m *Model) TileName(name string) string {
+	if t, ok := m.names[name]; ok {
+		return t
+	}
+	return name
+}
+
+// isIdent reports whether s is a tile identifier: a letter or '_', then
+// letters, digits and _ . / : -.
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if letter || i > 0 && ('0' <= c && c <= '9' || c == '.' || c == '/' || c == ':' || c == '-') {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// assignNames gives every graph input, output and initializer a tile name.
+func (m *Model) assignNames() {
+	var all []string
+	for _, in := range m.Inputs {
+		all = append(all, in.Name)
+	}
+	for _, t := range m.Initializers {
+		all = append(all, t.Name)
+	}
+	for _, out := range m.Outputs {
+		all = append(all, out.Name)
+	}
+	m.names = map[string]string{}
+	taken := map[string]bool{}
+	for _, n := range all {
+		if isIdent(n) {
+			m.names[n] = n
+			taken[n] = true
+		}
+	}
+	for _, n := range all {
+		if _, done := m.names[n]; done {
+			continue
+		}
+		b := []byte(n)
+		for i, c := range b {
+			if !isIdent("a" + string(c)) {
+				b[i] = '_'
+			}
+		}
+		base := string(b)
+		if !isIdent(base) {
+			base = "_" + base
+		}
+		t := base
+		for k := 2; taken[t]; k++ {
+			t = fmt.Sprintf("%s_%d", base, k)
+		}
+		m.names[n] = t
+		taken[t] = true
+	}
 }
 
 // ValueInfo describes a graph input or output: its name, element type and
@@ -269,6 +343,7 @@ func fromProto(mp *pb.ModelProto, dir string) (*Model, error) {
 		}
 		m.Outputs = append(m.Outputs, info)
 	}
+	m.assignNames()
 	return m, nil
 }
 

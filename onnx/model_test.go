@@ -362,3 +362,38 @@ func TestExternalData(t *testing.T) {
 	_, err = Read(bytes.NewReader(data), "")
 	wantErr(t, err, "not read from a directory")
 }
+
+// TestTileNames checks the tile names of ONNX names that are no tile
+// identifiers, and that the converted graph uses them.
+func TestTileNames(t *testing.T) {
+	g := &pb.GraphProto{
+		Node: []*pb.NodeProto{
+			node("Add", []string{"0", "_0"}, []string{"sum:1 x"}),
+			node("Neg", []string{"sum:1 x"}, []string{"1"}),
+		},
+		Input:  []*pb.ValueInfoProto{info("0", Float, 2), info("_0", Float, 2)},
+		Output: []*pb.ValueInfoProto{info("sum:1 x", Float, 2), info("1", Float, 2)},
+	}
+	m, err := Read(bytes.NewReader(encode(t, 13, g)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"0": "_0_2", "_0": "_0", "sum:1 x": "sum:1_x", "1": "_1", "other": "other"} {
+		if got := m.TileName(name); got != want {
+			t.Errorf("TileName(%q) = %q, want %q", name, got, want)
+		}
+	}
+	tg, err := m.Graph(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := tile.ValueOf(tile.Float32, tile.Shape{2}, []float64{1, 2})
+	b, _ := tile.ValueOf(tile.Float32, tile.Shape{2}, []float64{10, 20})
+	out, err := ref.Run(tg, map[string]*tile.Value{"_0_2": a, "_0": b}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out["_1"]; got == nil || !equal(got.Data, []float64{-11, -22}) {
+		t.Fatalf("output _1 = %v, want [-11 -22]", got)
+	}
+}

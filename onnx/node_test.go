@@ -35,9 +35,30 @@ func TestNodeSuite(t *testing.T) {
 	if d := os.Getenv(nodeTestEnv); d != "" {
 		dir = d
 	}
+	runSuite(t, "node", dir, expectedFailures)
+}
+
+// TestModelSuites runs ONNX's other suites of whole models in the same
+// layout (exported from PyTorch modules and operators, and small models),
+// found next to the node tests, each with its list of expected failures.
+func TestModelSuites(t *testing.T) {
+	dir := nodeTestDir
+	if d := os.Getenv(nodeTestEnv); d != "" {
+		dir = d
+	}
+	for _, suite := range []string{"pytorch-converted", "pytorch-operator", "simple"} {
+		t.Run(suite, func(t *testing.T) {
+			runSuite(t, suite, filepath.Join(filepath.Dir(dir), suite), "testdata/"+suite+"_expected_failures.txt")
+		})
+	}
+}
+
+// runSuite runs every test directory under dir and checks the outcome
+// against the list of expected failures in the file expectedFailures.
+func runSuite(t *testing.T, suite, dir, expectedFailures string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		t.Skipf("ONNX's node tests are not installed (%v); set %s to their directory", err, nodeTestEnv)
+		t.Skipf("ONNX's %s tests are not installed (%v); set %s to the node tests' directory", suite, err, nodeTestEnv)
 	}
 	update := *updateExpected || os.Getenv("TARTAN_ONNX_UPDATE") == "1"
 	expected, err := readExpected(expectedFailures)
@@ -55,7 +76,7 @@ func TestNodeSuite(t *testing.T) {
 	defer dev.Close()
 	var mu sync.Mutex
 	failures := map[string]string{}
-	t.Run("node", func(t *testing.T) {
+	t.Run(suite, func(t *testing.T) {
 		for _, name := range names {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -80,7 +101,7 @@ func TestNodeSuite(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("node tests: %d of %d pass", len(names)-len(failures), len(names))
+	t.Logf("%s tests: %d of %d pass", suite, len(names)-len(failures), len(names))
 	if update {
 		if err := writeExpected(expectedFailures, failures); err != nil {
 			t.Fatal(err)
@@ -137,8 +158,8 @@ func writeExpected(path string, failures map[string]string) error {
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	b.WriteString("# ONNX node tests that do not pass, with the reason; TestNodeSuite keeps this true.\n")
-	b.WriteString("# Regenerate with: go test ./onnx -run TestNodeSuite -update\n")
+	b.WriteString("# ONNX tests that do not pass, with the reason; TestNodeSuite and TestModelSuites keep this true.\n")
+	b.WriteString("# Regenerate with: go test ./onnx -run 'TestNodeSuite|TestModelSuites' -update\n")
 	for _, n := range names {
 		fmt.Fprintf(&b, "%s  %s\n", n, failures[n])
 	}
@@ -234,9 +255,13 @@ func runDataSet(dev backend.Device, m *Model, set string) error {
 		return fmt.Errorf("compile: %w", err)
 	}
 	defer x.Close()
+	byTile := map[string]string{}
+	for _, in := range m.Inputs {
+		byTile[m.TileName(in.Name)] = in.Name
+	}
 	for _, in := range g.Inputs() {
 		name := in.Op().(*tile.InputOp).Name
-		t := feeds[name]
+		t := feeds[byTile[name]]
 		if FromTile(in.DType()) != t.Type {
 			return fmt.Errorf("input %q: the test gives %s, the model takes %s", name, t.Type, FromTile(in.DType()))
 		}
@@ -257,8 +282,9 @@ func runDataSet(dev backend.Device, m *Model, set string) error {
 	for k, o := range m.Outputs {
 		want := outputs[k]
 		var got *tile.Tensor
+		tname := m.TileName(o.Name)
 		for _, out := range outs {
-			if out.Name == o.Name {
+			if out.Name == tname {
 				got = out.Tensor
 			}
 		}
@@ -272,7 +298,7 @@ func runDataSet(dev backend.Device, m *Model, set string) error {
 			return fmt.Errorf("output %q: computed shape %v, expected %v", o.Name, got.Shape(), want.Shape())
 		}
 		dst := backend.HostSlice(got.DType(), make([]float64, got.Size()))
-		if err := x.ReadOutput(o.Name, dst); err != nil {
+		if err := x.ReadOutput(tname, dst); err != nil {
 			return err
 		}
 		if err := compareOutput(got.DType(), dst, want); err != nil {

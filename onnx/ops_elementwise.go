@@ -34,17 +34,16 @@ func init() {
 	}
 	for name, fn := range binary {
 		register(name, func(c *ctx) {
-			if c.opset < 7 {
-				if c.attrInt("broadcast", 0) != 0 || c.hasAttr("axis") {
-					c.ignore("axis")
-					c.fail("legacy broadcasting (opset %d attributes broadcast and axis) is not supported", c.opset)
-					return
-				}
-				c.ignore("consumed_inputs")
-			}
 			a, b := c.in(0), c.in(1)
 			if c.failed() {
 				return
+			}
+			if c.opset < 7 {
+				c.ignore("consumed_inputs")
+				b = legacyBroadcast(c, a, b)
+				if c.failed() {
+					return
+				}
 			}
 			if (fn == tile.And || fn == tile.Or || fn == tile.Ne) && (a.DType() != tile.Bool || b.DType() != tile.Bool) {
 				c.fail("%s needs bool inputs, not %s and %s", c.op, FromTile(a.DType()), FromTile(b.DType()))
@@ -189,9 +188,19 @@ func init() {
 		if c.failed() {
 			return
 		}
-		if slope.Rank() < x.Rank() && c.opset < 7 {
-			c.fail("slopes of shape %v are not supported before opset 7", slope.Shape())
-			return
+		if c.opset < 7 {
+			// One slope, or one per channel (axis 1), or one per element.
+			c.ignore("consumed_inputs")
+			switch {
+			case slope.Size() == 1:
+				slope = g.Reshape(slope, tile.Shape{})
+			case slope.Rank() == 1 && x.Rank() >= 2 && slope.Dim(0) == x.Dim(1):
+				slope = g.Reshape(slope, append(tile.Shape{1, slope.Dim(0)}, ones(x.Rank()-2)...))
+			case slope.Shape().Equal(x.Shape()):
+			default:
+				c.fail("slopes of shape %v do not fit input %v at opset %d", slope.Shape(), x.Shape(), c.opset)
+				return
+			}
 		}
 		c.set(0, g.Select(g.Elementwise(tile.Lt, x, g.ScalarLike(x, 0)), g.Mul(slope, x), x))
 	})
@@ -206,6 +215,41 @@ func init() {
 			g.Select(g.Elementwise(tile.Gt, x, g.ScalarLike(x, lambd)), g.Sub(x, g.ScalarLike(x, bias)), g.ScalarLike(x, 0)))
 		c.set(0, g.BroadcastTo(r, x.Shape()))
 	})
+}
+
+// legacyBroadcast applies the broadcasting of opsets before 7: without the
+// broadcast attribute both shapes must be equal; with it, b's dimensions
+// match a's from axis on (by default, a's last ones) and b is repeated over
+// the others.
+func legacyBroadcast(c *ctx, a, b *tile.Tensor) *tile.Tensor {
+	on := c.attrInt("broadcast", 0) != 0
+	ra, rb := a.Rank(), b.Rank()
+	axis := int64(ra - rb)
+	if c.hasAttr("axis") {
+		axis = c.attrInt("axis", 0)
+		if axis < 0 {
+			axis += int64(ra)
+		}
+	}
+	if c.failed() {
+		return b
+	}
+	if !on {
+		if !a.Shape().Equal(b.Shape()) {
+			return c.fail("shapes %v and %v differ, and broadcast is not set", a.Shape(), b.Shape())
+		}
+		return b
+	}
+	if axis < 0 || axis+int64(rb) > int64(ra) {
+		return c.fail("B %v does not fit A %v at axis %d", b.Shape(), a.Shape(), axis)
+	}
+	s := append(append(ones(int(axis)), b.Shape()...), ones(ra-int(axis)-rb)...)
+	for i, d := range s {
+		if d != 1 && d != a.Dim(i) {
+			return c.fail("B %v does not fit A %v at axis %d", b.Shape(), a.Shape(), axis)
+		}
+	}
+	return c.g.BroadcastTo(c.g.Reshape(b, s), a.Shape())
 }
 
 // floatUnary registers a function of one floating-point input.
