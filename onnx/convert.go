@@ -61,6 +61,10 @@ type value struct {
 	dt   tile.DType
 	sh   tile.Shape
 	deps []string // the graph inputs (not fixed) it depends on, sorted
+	// seq is set for a sequence of tensors (of dtype dt), which exists only
+	// while converting: its elements are values themselves.
+	seq []*value
+	isSeq bool
 }
 
 // converter holds the state of one Model.Graph call.
@@ -143,6 +147,9 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		if v == nil {
 			return nil, fmt.Errorf("graph output %q: not computed", out.Name)
 		}
+		if v.isSeq {
+			return nil, fmt.Errorf("graph output %q: sequences are not supported as graph outputs", out.Name)
+		}
 		if want, ok := out.Type.Tile(); out.Type != Undefined && (!ok || want != v.dt) {
 			return nil, fmt.Errorf("graph output %q: the graph computes %s, the model declares %s", out.Name, FromTile(v.dt), out.Type)
 		}
@@ -201,6 +208,9 @@ func int64s(s []int) []int64 {
 
 // tensor returns v as a tensor of g, adding a constant node when v is known.
 func (cv *converter) tensor(g *tile.Graph, v *value) *tile.Tensor {
+	if v.isSeq {
+		return g.Errorf("onnx", "a sequence is used as a tensor")
+	}
 	if g != cv.g {
 		if v.c == nil {
 			return g.Errorf("onnx", "internal: a folded node reads an unknown value")
@@ -385,7 +395,7 @@ func (c *ctx) run(fn opFunc) (err error) {
 func (c *ctx) evaluate() error {
 	var names []string
 	for i, v := range c.outs {
-		if v == nil || v.c != nil {
+		if v == nil || v.c != nil || v.isSeq {
 			continue
 		}
 		name := fmt.Sprintf("out%d", i)
@@ -403,7 +413,7 @@ func (c *ctx) evaluate() error {
 		return err
 	}
 	for i, v := range c.outs {
-		if v == nil || v.c != nil {
+		if v == nil || v.c != nil || v.isSeq {
 			continue
 		}
 		c.outs[i] = &value{c: res[fmt.Sprintf("out%d", i)], dt: v.dt, sh: v.sh}
@@ -454,7 +464,7 @@ func foldWork(g *tile.Graph) int {
 func (c *ctx) outSize() int {
 	n := 0
 	for _, v := range c.outs {
-		if v != nil && v.c == nil {
+		if v != nil && v.c == nil && !v.isSeq {
 			n += v.sh.Size()
 		}
 	}
@@ -483,6 +493,9 @@ func (c *ctx) in(i int) *tile.Tensor {
 	if !c.has(i) {
 		return c.fail("input %d is missing", i)
 	}
+	if c.ins[i].isSeq {
+		return c.fail("input %d is a sequence, a tensor is expected", i)
+	}
 	return c.cv.tensor(c.g, c.ins[i])
 }
 
@@ -490,6 +503,10 @@ func (c *ctx) in(i int) *tile.Tensor {
 func (c *ctx) shape(i int) tile.Shape {
 	if !c.has(i) {
 		c.fail("input %d is missing", i)
+		return nil
+	}
+	if c.ins[i].isSeq {
+		c.fail("input %d is a sequence, a tensor is expected", i)
 		return nil
 	}
 	return c.ins[i].sh.Clone()
@@ -511,6 +528,10 @@ func (c *ctx) known(i int) *tile.Value {
 		return nil
 	}
 	v := c.ins[i]
+	if v.isSeq {
+		c.fail("input %d is a sequence, a tensor is expected", i)
+		return nil
+	}
 	if v.c == nil {
 		if c.err == nil {
 			if len(v.deps) == 0 {
