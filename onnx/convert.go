@@ -63,7 +63,7 @@ type value struct {
 	deps []string // the graph inputs (not fixed) it depends on, sorted
 	// seq is set for a sequence of tensors (of dtype dt), which exists only
 	// while converting: its elements are values themselves.
-	seq []*value
+	seq   []*value
 	isSeq bool
 }
 
