@@ -15,8 +15,11 @@
 // Model.Graph converts the model into a tile graph. ONNX inputs become tile
 // inputs of the same names, with the shapes Options.Shapes gives for the
 // dimensions the model leaves open; initializers become constants, or
-// variables for the names in Options.Variables (to be fine-tuned); outputs
-// keep their names. The converter keeps, next to every tensor, its value
+// variables for the names in Options.Variables (to be fine-tuned, written
+// first with Model.Initializer's values); outputs keep their names. Names
+// that are no tile identifiers (PyTorch's "0", "input:0") are renamed as
+// Model.TileName says. An initializer also listed as a graph input is a
+// constant. The converter keeps, next to every tensor, its value
 // when it is known while converting: initializers, constants, shapes (which
 // are static), and whatever is computed from known values alone, which is
 // evaluated here with the reference executor, so that shape-computing
@@ -33,9 +36,15 @@
 // Concat, Split, Tile, ...), ops_index.go (gathers, scatters, OneHot,
 // Trilu, CumSum, TopK, ...), ops_nn.go (MatMul, Gemm, convolutions,
 // pooling, normalisations, Einsum), ops_loss.go, ops_resize.go,
-// ops_gridsample.go, ops_rnn.go (RNN, GRU, LSTM), ops_signal.go (windows,
-// DFT, STFT), ops_control.go (If, Loop, Scan) and ops_training.go (the
-// optimizers of domain ai.onnx.preview.training). Each op reads the model's
+// ops_gridsample.go, ops_roialign.go, ops_rnn.go (RNN, GRU, LSTM),
+// ops_signal.go (windows, DFT, STFT, MelWeightMatrix), ops_linalg.go (Det),
+// ops_text.go (TfIdfVectorizer over integer tokens), ops_control.go (If on
+// known conditions, Loop and Scan unrolled), ops_sequence.go (sequences of
+// tensors inside a graph, held as lists while converting; graph inputs and
+// outputs must be tensors), ops_known.go (Unique and NonMaxSuppression,
+// whose output shapes depend on their values: computed when converting,
+// from known inputs) and ops_training.go (the optimizers of domain
+// ai.onnx.preview.training). Each op reads the model's
 // opset to choose its behaviour where ONNX changed it (Softmax's axis before
 // and after 13, Reduce* axes as attribute or input, Clip's bounds as inputs
 // from 11, Slice's inputs from 10, Resize's modes by version, ...). Every op,
@@ -46,6 +55,8 @@
 //
 // TestNodeSuite runs ONNX's own node tests (installed by Debian's
 // libonnx-testdata, or the directory $TARTAN_ONNX_NODE_TESTS) on the CPU
-// backend; testdata/node_expected_failures.txt lists the tests that do not
-// pass and why, and go test -run TestNodeSuite -update rewrites it.
+// backend, and TestModelSuites the pytorch-converted, pytorch-operator and
+// simple suites next to them; testdata/*_expected_failures.txt list the
+// tests that do not pass and why, and running the tests with -update (or
+// TARTAN_ONNX_UPDATE=1) rewrites them.
 package onnx

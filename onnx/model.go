@@ -53,6 +53,18 @@ func (m *Model) TileName(name string) string {
 	return name
 }
 
+// Initializer returns the initializer called name, or nil. Its Value is
+// what a variable made from it (Options.Variables) should be written with
+// before the first run.
+func (m *Model) Initializer(name string) *Tensor {
+	for _, t := range m.Initializers {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
 // isIdent reports whether s is a tile identifier: a letter or '_', then
 // letters, digits and _ . / : -.
 func isIdent(s string) bool {
