@@ -27,6 +27,11 @@ type Options struct {
 	// whose value decides a shape (Reshape's shape, Range's limits) must be
 	// given here.
 	Values map[string]*tile.Value
+	// Sequences gives, for every graph input that is a sequence of
+	// tensors, the shapes of its elements: element k becomes the tile input
+	// Model.ElementName(name, k). Sequence outputs become tile outputs named
+	// likewise.
+	Sequences map[string][]tile.Shape
 	// Variables names initializers that become tile variables of the same
 	// name (to be written with their values before a run, and updated when
 	// fine-tuning) rather than constants. AllVariables makes every
@@ -119,6 +124,29 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		if !ok {
 			return nil, fmt.Errorf("graph input %q: %s tensors are not supported", in.Name, in.Type)
 		}
+		if in.Sequence {
+			shapes, ok := opt.Sequences[in.Name]
+			if !ok {
+				return nil, fmt.Errorf("graph input %q is a sequence; give its elements' shapes in Options.Sequences", in.Name)
+			}
+			if len(shapes) > maxUnroll {
+				return nil, fmt.Errorf("graph input %q: a sequence of %d elements is too long", in.Name, len(shapes))
+			}
+			seq := &value{isSeq: true, dt: dt, deps: []string{in.Name}}
+			for k, sh := range shapes {
+				shape, err := inputShape(in, sh)
+				if err != nil {
+					return nil, fmt.Errorf("element %d: %w", k, err)
+				}
+				x := cv.g.Input(m.ElementName(in.Name, k), dt, shape)
+				if err := cv.g.Err(); err != nil {
+					return nil, fmt.Errorf("graph input %q, element %d: %w", in.Name, k, err)
+				}
+				seq.seq = append(seq.seq, &value{t: x, dt: dt, sh: shape, deps: []string{in.Name}})
+			}
+			cv.env[in.Name] = seq
+			continue
+		}
 		shape, err := inputShape(in, opt.Shapes[in.Name])
 		if err != nil {
 			return nil, err
@@ -147,11 +175,17 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		if v == nil {
 			return nil, fmt.Errorf("graph output %q: not computed", out.Name)
 		}
-		if v.isSeq {
-			return nil, fmt.Errorf("graph output %q: sequences are not supported as graph outputs", out.Name)
+		if v.isSeq != out.Sequence {
+			return nil, fmt.Errorf("graph output %q: the graph computes a %s, the model declares a %s", out.Name, kindName(v.isSeq), kindName(out.Sequence))
 		}
 		if want, ok := out.Type.Tile(); out.Type != Undefined && (!ok || want != v.dt) {
 			return nil, fmt.Errorf("graph output %q: the graph computes %s, the model declares %s", out.Name, FromTile(v.dt), out.Type)
+		}
+		if v.isSeq {
+			for k, e := range v.seq {
+				cv.g.SetOutput(m.ElementName(out.Name, k), cv.tensor(cv.g, e))
+			}
+			continue
 		}
 		cv.g.SetOutput(m.TileName(out.Name), cv.tensor(cv.g, v))
 	}
@@ -159,6 +193,13 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		return nil, fmt.Errorf("graph outputs: %w", err)
 	}
 	return cv.g, nil
+}
+
+func kindName(seq bool) string {
+	if seq {
+		return "sequence"
+	}
+	return "tensor"
 }
 
 // inputShape returns the shape of graph input in, from the declaration and

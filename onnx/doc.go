@@ -40,8 +40,9 @@
 // ops_signal.go (windows, DFT, STFT, MelWeightMatrix), ops_linalg.go (Det),
 // ops_text.go (TfIdfVectorizer over integer tokens), ops_control.go (If on
 // known conditions, Loop and Scan unrolled), ops_sequence.go (sequences of
-// tensors inside a graph, held as lists while converting; graph inputs and
-// outputs must be tensors), ops_known.go (Unique and NonMaxSuppression,
+// tensors, held as lists while converting; a sequence graph input or output
+// is one tile input or output per element, see Options.Sequences and
+// Model.ElementName), ops_control.go also holds SequenceMap, ops_known.go (Unique and NonMaxSuppression,
 // whose output shapes depend on their values: computed when converting,
 // from known inputs) and ops_training.go (the optimizers of domain
 // ai.onnx.preview.training). Each op reads the model's

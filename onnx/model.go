@@ -53,6 +53,12 @@ func (m *Model) TileName(name string) string {
 	return name
 }
 
+// ElementName returns the tile name of element k of the sequence-typed
+// graph input or output called name: TileName(name) + "/" + k.
+func (m *Model) ElementName(name string, k int) string {
+	return fmt.Sprintf("%s/%d", m.TileName(name), k)
+}
+
 // Initializer returns the initializer called name, or nil. Its Value is
 // what a variable made from it (Options.Variables) should be written with
 // before the first run.
@@ -134,6 +140,9 @@ type ValueInfo struct {
 	// model gives no shape at all.
 	Shape    []Dim
 	HasShape bool
+	// Sequence is set for a sequence of tensors; Type and Shape then
+	// describe its elements.
+	Sequence bool
 }
 
 // Dim is one dimension of a ValueInfo: a fixed size, a symbolic name (such
@@ -370,6 +379,10 @@ func valueInfo(vi *pb.ValueInfoProto) (ValueInfo, error) {
 		return info, fmt.Errorf("%q has no type", info.Name)
 	}
 	tt := tp.GetTensorType()
+	if st := tp.GetSequenceType(); st != nil && st.GetElemType().GetTensorType() != nil {
+		info.Sequence = true
+		tt = st.GetElemType().GetTensorType()
+	}
 	if tt == nil {
 		kind := "a non-tensor type"
 		switch {

@@ -189,45 +189,72 @@ func runNodeTest(dev backend.Device, dir string) error {
 	return nil
 }
 
-func readTensors(dir, prefix string) ([]*Tensor, error) {
-	var ts []*Tensor
+// readFiles reads prefix_0.pb, prefix_1.pb, … of dir.
+func readFiles(dir, prefix string) ([][]byte, error) {
+	var files [][]byte
 	for k := 0; ; k++ {
-		path := filepath.Join(dir, fmt.Sprintf("%s_%d.pb", prefix, k))
-		data, err := os.ReadFile(path)
+		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%s_%d.pb", prefix, k)))
 		if errors.Is(err, os.ErrNotExist) {
-			return ts, nil
+			return files, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		t, err := DecodeTensor(data, dir)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
-		}
-		ts = append(ts, t)
+		files = append(files, data)
 	}
 }
 
+// decodeAs decodes a test's tensor or, for a sequence, its elements.
+func decodeAs(data []byte, info ValueInfo, file string) ([]*Tensor, error) {
+	if info.Sequence {
+		ts, err := DecodeSequence(data, "")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		return ts, nil
+	}
+	t, err := DecodeTensor(data, "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return []*Tensor{t}, nil
+}
+
 func runDataSet(dev backend.Device, m *Model, set string) error {
-	inputs, err := readTensors(set, "input")
+	inFiles, err := readFiles(set, "input")
 	if err != nil {
 		return err
 	}
-	outputs, err := readTensors(set, "output")
+	outFiles, err := readFiles(set, "output")
 	if err != nil {
 		return err
 	}
-	if len(inputs) != len(m.Inputs) {
-		return fmt.Errorf("%d inputs for a model of %d", len(inputs), len(m.Inputs))
+	if len(inFiles) != len(m.Inputs) {
+		return fmt.Errorf("%d inputs for a model of %d", len(inFiles), len(m.Inputs))
 	}
-	if len(outputs) != len(m.Outputs) {
-		return fmt.Errorf("%d outputs for a model of %d", len(outputs), len(m.Outputs))
+	if len(outFiles) != len(m.Outputs) {
+		return fmt.Errorf("%d outputs for a model of %d", len(outFiles), len(m.Outputs))
 	}
-	opt := Options{Shapes: map[string]tile.Shape{}, Values: map[string]*tile.Value{}}
-	feeds := map[string]*Tensor{}
+	opt := Options{Shapes: map[string]tile.Shape{}, Values: map[string]*tile.Value{}, Sequences: map[string][]tile.Shape{}}
+	feeds := map[string]*Tensor{}  // tensor inputs by ONNX name
+	byTile := map[string]*Tensor{} // every tile input's data
 	for k, in := range m.Inputs {
-		opt.Shapes[in.Name] = inputs[k].Shape()
-		feeds[in.Name] = inputs[k]
+		ts, err := decodeAs(inFiles[k], in, fmt.Sprintf("input_%d.pb", k))
+		if err != nil {
+			return err
+		}
+		if in.Sequence {
+			shapes := []tile.Shape{}
+			for e, t := range ts {
+				shapes = append(shapes, t.Shape())
+				byTile[m.ElementName(in.Name, e)] = t
+			}
+			opt.Sequences[in.Name] = shapes
+			continue
+		}
+		opt.Shapes[in.Name] = ts[0].Shape()
+		feeds[in.Name] = ts[0]
+		byTile[m.TileName(in.Name)] = ts[0]
 	}
 	var g *tile.Graph
 	for {
@@ -237,7 +264,8 @@ func runDataSet(dev backend.Device, m *Model, set string) error {
 			break
 		}
 		for _, name := range need.Inputs {
-			if _, done := opt.Values[name]; done {
+			_, done := opt.Values[name]
+			if done || feeds[name] == nil {
 				return err
 			}
 			v, verr := feeds[name].Value()
@@ -255,13 +283,9 @@ func runDataSet(dev backend.Device, m *Model, set string) error {
 		return fmt.Errorf("compile: %w", err)
 	}
 	defer x.Close()
-	byTile := map[string]string{}
-	for _, in := range m.Inputs {
-		byTile[m.TileName(in.Name)] = in.Name
-	}
 	for _, in := range g.Inputs() {
 		name := in.Op().(*tile.InputOp).Name
-		t := feeds[byTile[name]]
+		t := byTile[name]
 		if FromTile(in.DType()) != t.Type {
 			return fmt.Errorf("input %q: the test gives %s, the model takes %s", name, t.Type, FromTile(in.DType()))
 		}
@@ -278,31 +302,43 @@ func runDataSet(dev backend.Device, m *Model, set string) error {
 	if err := x.Run(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	outs := g.Outputs()
+	outs := map[string]*tile.Tensor{}
+	for _, o := range g.Outputs() {
+		outs[o.Name] = o.Tensor
+	}
 	for k, o := range m.Outputs {
-		want := outputs[k]
-		var got *tile.Tensor
-		tname := m.TileName(o.Name)
-		for _, out := range outs {
-			if out.Name == tname {
-				got = out.Tensor
-			}
-		}
-		if got == nil {
-			return fmt.Errorf("output %q: not in the graph", o.Name)
-		}
-		if FromTile(got.DType()) != want.Type {
-			return fmt.Errorf("output %q: computed %s, expected %s", o.Name, FromTile(got.DType()), want.Type)
-		}
-		if !got.Shape().Equal(want.Shape()) {
-			return fmt.Errorf("output %q: computed shape %v, expected %v", o.Name, got.Shape(), want.Shape())
-		}
-		dst := backend.HostSlice(got.DType(), make([]float64, got.Size()))
-		if err := x.ReadOutput(tname, dst); err != nil {
+		wants, err := decodeAs(outFiles[k], o, fmt.Sprintf("output_%d.pb", k))
+		if err != nil {
 			return err
 		}
-		if err := compareOutput(got.DType(), dst, want); err != nil {
-			return fmt.Errorf("output %q (%s%v): %w", o.Name, want.Type, want.Dims, err)
+		names := []string{m.TileName(o.Name)}
+		if o.Sequence {
+			names = nil
+			for e := range wants {
+				names = append(names, m.ElementName(o.Name, e))
+			}
+			if outs[m.ElementName(o.Name, len(wants))] != nil {
+				return fmt.Errorf("output %q: the sequence has more than the %d elements expected", o.Name, len(wants))
+			}
+		}
+		for e, tname := range names {
+			want, got := wants[e], outs[tname]
+			if got == nil {
+				return fmt.Errorf("output %q: %s is not in the graph", o.Name, tname)
+			}
+			if FromTile(got.DType()) != want.Type {
+				return fmt.Errorf("output %q: computed %s, expected %s", tname, FromTile(got.DType()), want.Type)
+			}
+			if !got.Shape().Equal(want.Shape()) {
+				return fmt.Errorf("output %q: computed shape %v, expected %v", tname, got.Shape(), want.Shape())
+			}
+			dst := backend.HostSlice(got.DType(), make([]float64, got.Size()))
+			if err := x.ReadOutput(tname, dst); err != nil {
+				return err
+			}
+			if err := compareOutput(got.DType(), dst, want); err != nil {
+				return fmt.Errorf("output %q (%s%v): %w", tname, want.Type, want.Dims, err)
+			}
 		}
 	}
 	return nil

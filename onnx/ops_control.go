@@ -12,12 +12,76 @@ import (
 // conditions known at each, and Scan unrolled over its static sequence.
 
 func init() {
-	for _, op := range []string{"If", "Loop", "Scan"} {
+	for _, op := range []string{"If", "Loop", "Scan", "SequenceMap"} {
 		noFold[op] = true
 	}
 	register("If", opIf)
 	register("Loop", opLoop)
 	register("Scan", opScan)
+	register("SequenceMap", opSequenceMap)
+}
+
+// opSequenceMap runs its body once per element of the input sequence,
+// with the same element of every other sequence input and the tensors as
+// they are, and collects each body output into a sequence.
+func opSequenceMap(c *ctx) {
+	body := c.attrGraph("body")
+	if c.failed() {
+		return
+	}
+	s := c.sequence(0)
+	if c.failed() {
+		return
+	}
+	n := len(s.seq)
+	for i := 1; i < c.nin(); i++ {
+		if !c.has(i) {
+			c.fail("input %d is missing", i)
+			return
+		}
+		if v := c.ins[i]; v.isSeq && len(v.seq) != n {
+			c.fail("sequence input %d has %d elements, input 0 %d", i, len(v.seq), n)
+			return
+		}
+	}
+	outs := make([][]*value, c.nout())
+	for k := range n {
+		args := []*value{s.seq[k]}
+		for i := 1; i < c.nin(); i++ {
+			v := c.ins[i]
+			if v.isSeq {
+				v = v.seq[k]
+			}
+			args = append(args, v)
+		}
+		res, err := c.subgraph(body, "body", args)
+		if err != nil {
+			c.err = err
+			return
+		}
+		if len(res) != c.nout() {
+			c.fail("the body has %d outputs, the node %d", len(res), c.nout())
+			return
+		}
+		for j, r := range res {
+			if r.isSeq {
+				c.fail("body output %d is a sequence", j)
+				return
+			}
+			outs[j] = append(outs[j], r)
+		}
+	}
+	for j := range outs {
+		dt := tile.Float32
+		if len(outs[j]) > 0 {
+			dt = outs[j][0].dt
+		} else if bo := body.GetOutput(); j < len(bo) {
+			if t, ok := DataType(bo[j].GetType().GetTensorType().GetElemType()).Tile(); ok {
+				dt = t
+			}
+		}
+		c.setSeq(j, dt, outs[j])
+	}
 }
 
 // maxUnroll bounds the iterations of an unrolled Loop or Scan.

@@ -4,10 +4,11 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// Sequences of tensors inside a graph: a sequence exists only while
-// converting, as the list of its elements, so its length and the positions
-// used to read and change it must be known then. Graph inputs and outputs
-// cannot be sequences.
+// Sequences of tensors: a sequence exists only while converting, as the
+// list of its elements, so its length and the positions used to read and
+// change it must be known then. A sequence graph input is one tile input per
+// element (Options.Sequences gives their shapes) and a sequence output one
+// tile output per element (Model.ElementName).
 
 func init() {
 	register("SequenceEmpty", func(c *ctx) {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/tartanml/tartan/onnx/internal/pb"
 	"github.com/tartanml/tartan/tile"
 )
@@ -79,6 +81,41 @@ func DecodeTensor(data []byte, dir string) (*Tensor, error) {
 		return nil, fmt.Errorf("decoding a TensorProto: %w", err)
 	}
 	return decodeTensor(&tp, dir)
+}
+
+// DecodeSequence decodes a serialized SequenceProto of tensors (such as a
+// test's input_0.pb for a sequence input) into its elements.
+func DecodeSequence(data []byte, dir string) ([]*Tensor, error) {
+	var out []*Tensor
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return nil, fmt.Errorf("decoding a SequenceProto: %w", protowire.ParseError(n))
+		}
+		data = data[n:]
+		if num == 3 && typ == protowire.BytesType { // tensor_values
+			b, n := protowire.ConsumeBytes(data)
+			if n < 0 {
+				return nil, fmt.Errorf("decoding a SequenceProto: %w", protowire.ParseError(n))
+			}
+			data = data[n:]
+			t, err := DecodeTensor(b, dir)
+			if err != nil {
+				return nil, fmt.Errorf("sequence element %d: %w", len(out), err)
+			}
+			out = append(out, t)
+			continue
+		}
+		if num >= 4 && num <= 7 && typ == protowire.BytesType {
+			return nil, fmt.Errorf("decoding a SequenceProto: only sequences of tensors are supported")
+		}
+		n = protowire.ConsumeFieldValue(num, typ, data)
+		if n < 0 {
+			return nil, fmt.Errorf("decoding a SequenceProto: %w", protowire.ParseError(n))
+		}
+		data = data[n:]
+	}
+	return out, nil
 }
 
 // decodeTensor converts tp, checking that its data agrees with its dims.
