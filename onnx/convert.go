@@ -30,7 +30,8 @@ type Options struct {
 	// Sequences gives, for every graph input that is a sequence of
 	// tensors, the shapes of its elements: element k becomes the tile input
 	// Model.ElementName(name, k). Sequence outputs become tile outputs named
-	// likewise.
+	// likewise. An optional graph input is empty when neither Shapes nor
+	// Sequences names it; an empty optional output has no tile output.
 	Sequences map[string][]tile.Shape
 	// Variables names initializers that become tile variables of the same
 	// name (to be written with their values before a run, and updated when
@@ -70,6 +71,9 @@ type value struct {
 	// while converting: its elements are values themselves.
 	seq   []*value
 	isSeq bool
+	// none is set for an empty optional (of a tensor, or of a sequence
+	// with isSeq); a present optional is its value.
+	none bool
 }
 
 // converter holds the state of one Model.Graph call.
@@ -124,6 +128,14 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		if !ok {
 			return nil, fmt.Errorf("graph input %q: %s tensors are not supported", in.Name, in.Type)
 		}
+		if in.Optional {
+			_, tensor := opt.Shapes[in.Name]
+			_, seq := opt.Sequences[in.Name]
+			if !tensor && !seq {
+				cv.env[in.Name] = &value{none: true, isSeq: in.Sequence, dt: dt}
+				continue
+			}
+		}
 		if in.Sequence {
 			shapes, ok := opt.Sequences[in.Name]
 			if !ok {
@@ -174,6 +186,12 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		v := cv.env[out.Name]
 		if v == nil {
 			return nil, fmt.Errorf("graph output %q: not computed", out.Name)
+		}
+		if v.none {
+			if !out.Optional {
+				return nil, fmt.Errorf("graph output %q: the graph computes an empty optional, the model declares no optional", out.Name)
+			}
+			continue
 		}
 		if v.isSeq != out.Sequence {
 			return nil, fmt.Errorf("graph output %q: the graph computes a %s, the model declares a %s", out.Name, kindName(v.isSeq), kindName(out.Sequence))
@@ -249,6 +267,9 @@ func int64s(s []int) []int64 {
 
 // tensor returns v as a tensor of g, adding a constant node when v is known.
 func (cv *converter) tensor(g *tile.Graph, v *value) *tile.Tensor {
+	if v.none {
+		return g.Errorf("onnx", "an empty optional is used as a tensor")
+	}
 	if v.isSeq {
 		return g.Errorf("onnx", "a sequence is used as a tensor")
 	}
@@ -436,7 +457,7 @@ func (c *ctx) run(fn opFunc) (err error) {
 func (c *ctx) evaluate() error {
 	var names []string
 	for i, v := range c.outs {
-		if v == nil || v.c != nil || v.isSeq {
+		if v == nil || v.c != nil || v.isSeq || v.none {
 			continue
 		}
 		name := fmt.Sprintf("out%d", i)
@@ -454,7 +475,7 @@ func (c *ctx) evaluate() error {
 		return err
 	}
 	for i, v := range c.outs {
-		if v == nil || v.c != nil || v.isSeq {
+		if v == nil || v.c != nil || v.isSeq || v.none {
 			continue
 		}
 		c.outs[i] = &value{c: res[fmt.Sprintf("out%d", i)], dt: v.dt, sh: v.sh}
@@ -505,7 +526,7 @@ func foldWork(g *tile.Graph) int {
 func (c *ctx) outSize() int {
 	n := 0
 	for _, v := range c.outs {
-		if v != nil && v.c == nil && !v.isSeq {
+		if v != nil && v.c == nil && !v.isSeq && !v.none {
 			n += v.sh.Size()
 		}
 	}
@@ -534,6 +555,9 @@ func (c *ctx) in(i int) *tile.Tensor {
 	if !c.has(i) {
 		return c.fail("input %d is missing", i)
 	}
+	if c.ins[i].none {
+		return c.fail("input %d is an empty optional, a tensor is expected", i)
+	}
 	if c.ins[i].isSeq {
 		return c.fail("input %d is a sequence, a tensor is expected", i)
 	}
@@ -546,8 +570,8 @@ func (c *ctx) shape(i int) tile.Shape {
 		c.fail("input %d is missing", i)
 		return nil
 	}
-	if c.ins[i].isSeq {
-		c.fail("input %d is a sequence, a tensor is expected", i)
+	if c.ins[i].isSeq || c.ins[i].none {
+		c.fail("input %d is a sequence or an empty optional, a tensor is expected", i)
 		return nil
 	}
 	return c.ins[i].sh.Clone()
@@ -569,8 +593,8 @@ func (c *ctx) known(i int) *tile.Value {
 		return nil
 	}
 	v := c.ins[i]
-	if v.isSeq {
-		c.fail("input %d is a sequence, a tensor is expected", i)
+	if v.isSeq || v.none {
+		c.fail("input %d is a sequence or an empty optional, a tensor is expected", i)
 		return nil
 	}
 	if v.c == nil {

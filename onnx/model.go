@@ -143,6 +143,9 @@ type ValueInfo struct {
 	// Sequence is set for a sequence of tensors; Type and Shape then
 	// describe its elements.
 	Sequence bool
+	// Optional is set for an optional value (of a tensor or sequence),
+	// which may be empty.
+	Optional bool
 }
 
 // Dim is one dimension of a ValueInfo: a fixed size, a symbolic name (such
@@ -377,6 +380,10 @@ func valueInfo(vi *pb.ValueInfoProto) (ValueInfo, error) {
 	tp := vi.GetType()
 	if tp == nil {
 		return info, fmt.Errorf("%q has no type", info.Name)
+	}
+	if ot := tp.GetOptionalType(); ot != nil && ot.GetElemType() != nil {
+		info.Optional = true
+		tp = ot.GetElemType()
 	}
 	tt := tp.GetTensorType()
 	if st := tp.GetSequenceType(); st != nil && st.GetElemType().GetTensorType() != nil {

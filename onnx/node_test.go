@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/cpu"
 	"github.com/tartanml/tartan/tile"
@@ -204,8 +206,48 @@ func readFiles(dir, prefix string) ([][]byte, error) {
 	}
 }
 
-// decodeAs decodes a test's tensor or, for a sequence, its elements.
+// decodeOptional returns the content of a serialized OptionalProto, nil
+// and false when it is empty.
+func decodeOptional(data []byte) ([]byte, bool, error) {
+	var content []byte
+	present := false
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return nil, false, protowire.ParseError(n)
+		}
+		data = data[n:]
+		if (num == 3 || num == 5) && typ == protowire.BytesType { // tensor_value, sequence_value
+			b, n := protowire.ConsumeBytes(data)
+			if n < 0 {
+				return nil, false, protowire.ParseError(n)
+			}
+			content, present = b, true
+			data = data[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, data)
+		if n < 0 {
+			return nil, false, protowire.ParseError(n)
+		}
+		data = data[n:]
+	}
+	return content, present, nil
+}
+
+// decodeAs decodes a test's tensor or, for a sequence, its elements; an
+// empty optional gives nil.
 func decodeAs(data []byte, info ValueInfo, file string) ([]*Tensor, error) {
+	if info.Optional {
+		content, present, err := decodeOptional(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: decoding an OptionalProto: %w", file, err)
+		}
+		if !present {
+			return nil, nil
+		}
+		data = content
+	}
 	if info.Sequence {
 		ts, err := DecodeSequence(data, "")
 		if err != nil {
@@ -242,6 +284,9 @@ func runDataSet(dev backend.Device, m *Model, set string) error {
 		ts, err := decodeAs(inFiles[k], in, fmt.Sprintf("input_%d.pb", k))
 		if err != nil {
 			return err
+		}
+		if ts == nil && in.Optional {
+			continue // empty
 		}
 		if in.Sequence {
 			shapes := []tile.Shape{}
@@ -310,6 +355,12 @@ func runDataSet(dev backend.Device, m *Model, set string) error {
 		wants, err := decodeAs(outFiles[k], o, fmt.Sprintf("output_%d.pb", k))
 		if err != nil {
 			return err
+		}
+		if wants == nil && o.Optional {
+			if outs[m.TileName(o.Name)] != nil || outs[m.ElementName(o.Name, 0)] != nil {
+				return fmt.Errorf("output %q: computed a value, expected an empty optional", o.Name)
+			}
+			continue
 		}
 		names := []string{m.TileName(o.Name)}
 		if o.Sequence {

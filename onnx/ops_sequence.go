@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"github.com/tartanml/tartan/onnx/internal/pb"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -11,6 +12,51 @@ import (
 // tile output per element (Model.ElementName).
 
 func init() {
+	register("Optional", func(c *ctx) {
+		if c.has(0) {
+			c.ignore("type")
+			c.outs = []*value{c.ins[0]}
+			return
+		}
+		a := c.attr("type", pb.AttributeProto_TYPE_PROTO)
+		if c.failed() {
+			return
+		}
+		if a == nil || a.GetTp() == nil {
+			c.fail("an empty optional needs the type attribute")
+			return
+		}
+		tp, isSeq := a.GetTp(), false
+		if st := tp.GetSequenceType(); st != nil {
+			tp, isSeq = st.GetElemType(), true
+		}
+		tt := tp.GetTensorType()
+		if tt == nil {
+			c.fail("optionals of %v are not supported", a.GetTp())
+			return
+		}
+		dt, ok := DataType(tt.GetElemType()).Tile()
+		if !ok {
+			c.fail("%s tensors are not supported", DataType(tt.GetElemType()))
+			return
+		}
+		for len(c.outs) < 1 {
+			c.outs = append(c.outs, nil)
+		}
+		c.outs[0] = &value{none: true, isSeq: isSeq, dt: dt}
+	})
+	register("OptionalHasElement", func(c *ctx) {
+		has := c.has(0) && !c.ins[0].none
+		v, _ := tile.ValueOf(tile.Bool, tile.Shape{}, []float64{map[bool]float64{false: 0, true: 1}[has]})
+		c.setKnown(0, v)
+	})
+	register("OptionalGetElement", func(c *ctx) {
+		if !c.has(0) || c.ins[0].none {
+			c.fail("the optional is empty")
+			return
+		}
+		c.outs = []*value{c.ins[0]}
+	})
 	register("SequenceEmpty", func(c *ctx) {
 		dt := c.attrDType("dtype", Float)
 		if !c.failed() {
@@ -196,7 +242,7 @@ func init() {
 
 // sequence returns input i, which must be a sequence.
 func (c *ctx) sequence(i int) *value {
-	if !c.has(i) || !c.ins[i].isSeq {
+	if !c.has(i) || !c.ins[i].isSeq || c.ins[i].none {
 		c.fail("input %d must be a sequence", i)
 		return &value{isSeq: true}
 	}
