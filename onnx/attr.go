@@ -1,6 +1,8 @@
 package onnx
 
 import (
+	"fmt"
+
 	"github.com/tartanml/tartan/onnx/internal/pb"
 	"github.com/tartanml/tartan/tile"
 )
@@ -80,21 +82,48 @@ func (c *ctx) attrFloats(name string) []float64 {
 
 // attrTensor returns the named tensor attribute decoded as a tile value.
 func (c *ctx) attrTensor(name string) *tile.Value {
+	v, _ := c.attrTensorType(name)
+	return v
+}
+
+// attrTensorType returns the named tensor attribute decoded as a tile value
+// and its ONNX type.
+func (c *ctx) attrTensorType(name string) (*tile.Value, DataType) {
 	a := c.attr(name, pb.AttributeProto_TENSOR)
 	if a == nil || a.GetT() == nil {
-		return nil
+		return nil, Undefined
 	}
+	v, err := c.decodeAttrTensor(name, a)
+	if err != nil {
+		c.fail("%v", err)
+		return nil, Undefined
+	}
+	return v, DataType(a.GetT().GetDataType())
+}
+
+func (c *ctx) decodeAttrTensor(name string, a *pb.AttributeProto) (*tile.Value, error) {
 	t, err := decodeTensor(a.GetT(), "")
 	if err != nil {
-		c.fail("attribute %q: %v", name, err)
-		return nil
+		return nil, fmt.Errorf("attribute %q: %v", name, err)
 	}
 	v, err := t.Value()
 	if err != nil {
-		c.fail("attribute %q: %v", name, err)
-		return nil
+		return nil, fmt.Errorf("attribute %q: %v", name, err)
 	}
-	return v
+	return v, nil
+}
+
+// attrType returns the named attribute as an element type and the tile
+// dtype that holds it (int32 for 8- and 16-bit integers: the op must then
+// declare its output's type with setType).
+func (c *ctx) attrType(name string, def DataType) (DataType, tile.DType) {
+	d := DataType(c.attrInt(name, int64(def)))
+	dt, ok := d.Storage()
+	if !ok {
+		c.fail("attribute %s=%s: %s tensors are not supported", name, d, d)
+		return Undefined, tile.Invalid
+	}
+	return d, dt
 }
 
 // attrDType returns the named attribute as an element type that tile holds.

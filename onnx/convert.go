@@ -74,6 +74,17 @@ type value struct {
 	// none is set for an empty optional (of a tensor, or of a sequence
 	// with isSeq); a present optional is its value.
 	none bool
+	// lt is the ONNX type of a value held in a wider tile dtype (an 8- or
+	// 16-bit integer in int32), Undefined otherwise.
+	lt DataType
+}
+
+// typ returns the value's ONNX element type.
+func (v *value) typ() DataType {
+	if v.lt != Undefined {
+		return v.lt
+	}
+	return FromTile(v.dt)
 }
 
 // converter holds the state of one Model.Graph call.
@@ -110,10 +121,10 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		if vars[t.Name] || (opt.AllVariables && v.DType.IsFloat()) {
 			delete(vars, t.Name)
 			x := cv.g.Variable(m.TileName(t.Name), v.DType, v.Shape)
-			cv.env[t.Name] = &value{t: x, dt: v.DType, sh: v.Shape}
+			cv.env[t.Name] = &value{t: x, dt: v.DType, sh: v.Shape, lt: narrowType(t.Type)}
 			continue
 		}
-		cv.env[t.Name] = &value{c: v, dt: v.DType, sh: v.Shape}
+		cv.env[t.Name] = &value{c: v, dt: v.DType, sh: v.Shape, lt: narrowType(t.Type)}
 	}
 	if len(vars) > 0 {
 		var names []string
@@ -124,7 +135,8 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		return nil, fmt.Errorf("Options.Variables names %s, which are no initializers", strings.Join(names, ", "))
 	}
 	for _, in := range m.Inputs {
-		dt, ok := in.Type.Tile()
+		dt, ok := in.Type.Storage()
+		lt := narrowType(in.Type)
 		if !ok {
 			return nil, fmt.Errorf("graph input %q: %s tensors are not supported", in.Name, in.Type)
 		}
@@ -132,7 +144,7 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 			_, tensor := opt.Shapes[in.Name]
 			_, seq := opt.Sequences[in.Name]
 			if !tensor && !seq {
-				cv.env[in.Name] = &value{none: true, isSeq: in.Sequence, dt: dt}
+				cv.env[in.Name] = &value{none: true, isSeq: in.Sequence, dt: dt, lt: lt}
 				continue
 			}
 		}
@@ -144,7 +156,7 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 			if len(shapes) > maxUnroll {
 				return nil, fmt.Errorf("graph input %q: a sequence of %d elements is too long", in.Name, len(shapes))
 			}
-			seq := &value{isSeq: true, dt: dt, deps: []string{in.Name}}
+			seq := &value{isSeq: true, dt: dt, lt: lt, deps: []string{in.Name}}
 			for k, sh := range shapes {
 				shape, err := inputShape(in, sh)
 				if err != nil {
@@ -154,7 +166,7 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 				if err := cv.g.Err(); err != nil {
 					return nil, fmt.Errorf("graph input %q, element %d: %w", in.Name, k, err)
 				}
-				seq.seq = append(seq.seq, &value{t: x, dt: dt, sh: shape, deps: []string{in.Name}})
+				seq.seq = append(seq.seq, &value{t: x, dt: dt, sh: shape, lt: lt, deps: []string{in.Name}})
 			}
 			cv.env[in.Name] = seq
 			continue
@@ -167,14 +179,14 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 			if v.DType != dt || !v.Shape.Equal(shape) {
 				return nil, fmt.Errorf("graph input %q: Options.Values gives %s%v, the input is %s%v", in.Name, v.DType, v.Shape, dt, shape)
 			}
-			cv.env[in.Name] = &value{c: v.Clone(), dt: dt, sh: shape}
+			cv.env[in.Name] = &value{c: v.Clone(), dt: dt, sh: shape, lt: lt}
 			continue
 		}
 		x := cv.g.Input(m.TileName(in.Name), dt, shape)
 		if err := cv.g.Err(); err != nil {
 			return nil, fmt.Errorf("graph input %q: %w", in.Name, err)
 		}
-		cv.env[in.Name] = &value{t: x, dt: dt, sh: shape, deps: []string{in.Name}}
+		cv.env[in.Name] = &value{t: x, dt: dt, sh: shape, lt: lt, deps: []string{in.Name}}
 	}
 	opset := m.Opsets[""]
 	for k, n := range m.nodes {
@@ -196,8 +208,8 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		if v.isSeq != out.Sequence {
 			return nil, fmt.Errorf("graph output %q: the graph computes a %s, the model declares a %s", out.Name, kindName(v.isSeq), kindName(out.Sequence))
 		}
-		if want, ok := out.Type.Tile(); out.Type != Undefined && (!ok || want != v.dt) {
-			return nil, fmt.Errorf("graph output %q: the graph computes %s, the model declares %s", out.Name, FromTile(v.dt), out.Type)
+		if out.Type != Undefined && out.Type != v.typ() {
+			return nil, fmt.Errorf("graph output %q: the graph computes %s, the model declares %s", out.Name, v.typ(), out.Type)
 		}
 		if v.isSeq {
 			for k, e := range v.seq {
@@ -211,6 +223,15 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		return nil, fmt.Errorf("graph outputs: %w", err)
 	}
 	return cv.g, nil
+}
+
+// narrowType returns d when it is held in a wider tile dtype, else
+// Undefined.
+func narrowType(d DataType) DataType {
+	if d.narrow() {
+		return d
+	}
+	return Undefined
 }
 
 func kindName(seq bool) string {
@@ -319,6 +340,7 @@ type ctx struct {
 	attrs map[string]*pb.AttributeProto
 	used  map[string]bool
 	outs  []*value
+	types []DataType // ONNX types of outputs set explicitly (setType)
 	err   error
 }
 
@@ -389,7 +411,7 @@ func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 	if fold && c.err == nil && c.g.Err() == nil && (c.outSize() > foldLimit || foldWork(c.g) > foldWorkLimit) {
 		// Too large to compute here: build it in the graph instead.
 		fold = false
-		c.g, c.outs, c.used = cv.g, nil, map[string]bool{}
+		c.g, c.outs, c.used, c.types = cv.g, nil, map[string]bool{}, nil
 		if err := c.run(fn); err != nil {
 			return err
 		}
@@ -414,6 +436,9 @@ func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 				break
 			}
 		}
+	}
+	if c.err == nil && c.g.Err() == nil {
+		c.narrowOutputs()
 	}
 	if c.err != nil {
 		var need *ValueNeededError
@@ -478,7 +503,7 @@ func (c *ctx) evaluate() error {
 		if v == nil || v.c != nil || v.isSeq || v.none {
 			continue
 		}
-		c.outs[i] = &value{c: res[fmt.Sprintf("out%d", i)], dt: v.dt, sh: v.sh}
+		c.outs[i] = &value{c: res[fmt.Sprintf("out%d", i)], dt: v.dt, sh: v.sh, lt: v.lt}
 	}
 	return nil
 }
@@ -661,6 +686,81 @@ func (c *ctx) setKnown(i int, v *tile.Value) {
 		c.outs = append(c.outs, nil)
 	}
 	c.outs[i] = &value{c: v, dt: v.DType, sh: v.Shape}
+}
+
+// setType declares the ONNX type of output i, for ops whose output type
+// does not follow their inputs' (Cast, the quantization ops, ...).
+func (c *ctx) setType(i int, d DataType) {
+	for len(c.types) <= i {
+		c.types = append(c.types, Undefined)
+	}
+	c.types[i] = d
+}
+
+// typ returns input i's ONNX type.
+func (c *ctx) typ(i int) DataType {
+	if !c.has(i) {
+		return Undefined
+	}
+	return c.ins[i].typ()
+}
+
+// narrowOutputs gives every output its ONNX type (as setType declared
+// it, else that of the first input held in the same tile dtype) and wraps
+// the outputs of 8- and 16-bit integer types around to their range.
+func (c *ctx) narrowOutputs() {
+	for i, v := range c.outs {
+		if v == nil || v.isSeq || v.none {
+			continue
+		}
+		same := false
+		for _, in := range c.ins {
+			same = same || in == v
+		}
+		if same {
+			continue // passed through
+		}
+		lt := Undefined
+		if i < len(c.types) && c.types[i] != Undefined {
+			lt = c.types[i]
+		} else {
+			for _, in := range c.ins {
+				if in != nil && !in.isSeq && !in.none && in.dt == v.dt {
+					lt = in.typ()
+					break
+				}
+			}
+		}
+		if !lt.narrow() {
+			continue
+		}
+		if st, _ := lt.Storage(); st != v.dt {
+			c.fail("output %d: internal: %s held in %s", i, lt, v.dt)
+			return
+		}
+		n, lo := lt.span()
+		w := &value{t: v.t, c: v.c, dt: v.dt, sh: v.sh, lt: lt}
+		if v.c != nil {
+			d := make([]float64, len(v.c.Data))
+			for k, x := range v.c.Data {
+				d[k] = x - n*math.Floor((x-lo)/n)
+			}
+			w.c = &tile.Value{DType: v.c.DType, Shape: v.c.Shape.Clone(), Data: d}
+			w.t = nil
+		} else {
+			w.t = wrapInt(c.g, v.t, n, lo)
+		}
+		c.outs[i] = w
+	}
+}
+
+// wrapInt maps the integers x onto [lo, lo + n) modulo n.
+func wrapInt(g *tile.Graph, x *tile.Tensor, n, lo float64) *tile.Tensor {
+	k := g.ScalarLike(x, n)
+	y := g.Sub(x, g.ScalarLike(x, lo))
+	r := g.Sub(y, g.Mul(g.Div(y, k), k)) // truncating division
+	r = g.Select(g.Elementwise(tile.Lt, r, g.ScalarLike(x, 0)), g.Add(r, k), r)
+	return g.Add(r, g.ScalarLike(x, lo))
 }
 
 // nout returns the number of outputs the node declares.

@@ -69,6 +69,37 @@ func (d DataType) Tile() (tile.DType, bool) {
 	return tile.Invalid, false
 }
 
+// narrow reports whether d is an 8- or 16-bit integer type, which tile
+// holds in int32 (see Storage).
+func (d DataType) narrow() bool {
+	return d == Int8 || d == Uint8 || d == Int16 || d == Uint16
+}
+
+// Storage returns the tile dtype that holds d: the one Tile returns, or
+// int32 for the 8- and 16-bit integer types, whose values a graph keeps in
+// int32 and wraps around to their range after every op.
+func (d DataType) Storage() (tile.DType, bool) {
+	if d.narrow() {
+		return tile.Int32, true
+	}
+	return d.Tile()
+}
+
+// span returns the number of values of a narrow type and its smallest.
+func (d DataType) span() (n, lo float64) {
+	switch d {
+	case Int8:
+		return 256, -128
+	case Uint8:
+		return 256, 0
+	case Int16:
+		return 65536, -32768
+	case Uint16:
+		return 65536, 0
+	}
+	return 0, 0
+}
+
 // FromTile returns the ONNX type of a tile dtype.
 func FromTile(dt tile.DType) DataType {
 	switch dt {

@@ -138,7 +138,7 @@ func (c *ctx) subgraph(body *pb.GraphProto, what string, args []*value) ([]*valu
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		if err := bind(t.Name, &value{c: v, dt: v.DType, sh: v.Shape}); err != nil {
+		if err := bind(t.Name, &value{c: v, dt: v.DType, sh: v.Shape, lt: narrowType(t.Type)}); err != nil {
 			return nil, err
 		}
 	}

@@ -104,17 +104,24 @@ func init() {
 	}
 	register("Clip", opClip)
 	register("Cast", func(c *ctx) {
-		dt := c.attrDType("to", Undefined)
+		to, dt := c.attrType("to", Undefined)
 		c.ignore("saturate")
 		x := c.in(0)
 		if c.failed() {
 			return
 		}
-		c.set(0, c.g.Cast(x, dt))
+		c.set(0, castTo(c.g, x, to, dt))
+		c.setType(0, to)
 	})
 	register("CastLike", func(c *ctx) {
 		c.ignore("saturate")
-		c.set(0, c.g.Cast(c.in(0), c.dtype(1)))
+		x := c.in(0)
+		to := c.typ(1)
+		if c.failed() {
+			return
+		}
+		c.set(0, castTo(c.g, x, to, c.dtype(1)))
+		c.setType(0, to)
 	})
 
 	// Hyperbolic functions, from exponentials and logarithms.
@@ -250,6 +257,15 @@ func legacyBroadcast(c *ctx, a, b *tile.Tensor) *tile.Tensor {
 		}
 	}
 	return c.g.BroadcastTo(c.g.Reshape(b, s), a.Shape())
+}
+
+// castTo converts x to ONNX type to held in dt; floating-point values
+// become 8- and 16-bit integers by truncation toward zero, before wrapping.
+func castTo(g *tile.Graph, x *tile.Tensor, to DataType, dt tile.DType) *tile.Tensor {
+	if to.narrow() && x.DType().IsFloat() {
+		return g.Cast(trunc(g, x), dt)
+	}
+	return g.Cast(x, dt)
 }
 
 // floatUnary registers a function of one floating-point input.

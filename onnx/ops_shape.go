@@ -102,7 +102,9 @@ func opConstant(c *ctx) {
 	var err error
 	switch {
 	case c.hasAttr("value"):
-		v = c.attrTensor("value")
+		var d DataType
+		v, d = c.attrTensorType("value")
+		c.setType(0, d)
 	case c.hasAttr("value_float"):
 		v, err = tile.ValueOf(tile.Float32, tile.Shape{}, []float64{c.attrFloat("value_float", 0)})
 	case c.hasAttr("value_floats"):
@@ -580,7 +582,8 @@ func opTile(c *ctx) {
 
 func opConstantOfShape(c *ctx) {
 	dims := c.knownInts(0)
-	v := c.attrTensor("value")
+	v, d := c.attrTensorType("value")
+	c.setType(0, d)
 	if c.failed() {
 		return
 	}

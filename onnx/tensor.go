@@ -44,10 +44,11 @@ func (t *Tensor) Shape() tile.Shape {
 	return s
 }
 
-// Value returns the tensor as a tile value, or an error when tile has no
-// dtype for its type.
+// Value returns the tensor as a tile value of the dtype that holds its type
+// (DataType.Storage: int32 for 8- and 16-bit integers), or an error when
+// there is none.
 func (t *Tensor) Value() (*tile.Value, error) {
-	dt, ok := t.Type.Tile()
+	dt, ok := t.Type.Storage()
 	if !ok {
 		return nil, fmt.Errorf("tensor %q: %s tensors are not supported", t.Name, t.Type)
 	}
