@@ -222,25 +222,35 @@ func addChannelBias(g *tile.Graph, y, b *tile.Tensor) *tile.Tensor {
 	return g.Add(y, g.Reshape(b, append(tile.Shape{1, b.Size()}, ones(y.Rank()-2)...)))
 }
 
-func opConv(c *ctx) {
-	x, wt := c.in(0), c.in(1)
+// convolve convolves x with wt as the node's attributes (group,
+// kernel_shape, strides, pads, dilations, auto_pad) say.
+func convolve(c *ctx, x, wt *tile.Tensor) *tile.Tensor {
 	groups := int(c.attrInt("group", 1))
 	if c.failed() {
-		return
+		return nil
 	}
 	if x.Rank() < 3 || wt.Rank() != x.Rank() {
-		c.fail("input %v and weights %v must be (N, C, spatial…) and (M, C/group, kernel…)", x.Shape(), wt.Shape())
-		return
+		return c.fail("input %v and weights %v must be (N, C, spatial…) and (M, C/group, kernel…)", x.Shape(), wt.Shape())
 	}
 	win := c.windowOf(x.Shape()[2:], wt.Shape()[2:], false)
 	if c.failed() {
-		return
+		return nil
 	}
 	if !tile.Shape(win.kernel).Equal(wt.Shape()[2:]) {
-		c.fail("kernel_shape %v differs from the weights %v", win.kernel, wt.Shape())
+		return c.fail("kernel_shape %v differs from the weights %v", win.kernel, wt.Shape())
+	}
+	return groupedConv(c, x, wt, win, groups)
+}
+
+func opConv(c *ctx) {
+	x, wt := c.in(0), c.in(1)
+	if c.failed() {
 		return
 	}
-	y := groupedConv(c, x, wt, win, groups)
+	y := convolve(c, x, wt)
+	if c.failed() {
+		return
+	}
 	if c.has(2) {
 		y = addChannelBias(c.g, y, c.in(2))
 	}
@@ -381,8 +391,8 @@ func opPool(c *ctx, kind string) {
 	if c.failed() {
 		return
 	}
-	if x.Rank() < 3 || !x.DType().IsFloat() {
-		c.fail("input %s%v must be floating-point (N, C, spatial…)", FromTile(x.DType()), x.Shape())
+	if x.Rank() < 3 || (!x.DType().IsFloat() && kind != "max") {
+		c.fail("input %s%v must be floating-point (N, C, spatial…)", c.typ(0), x.Shape())
 		return
 	}
 	in := x.Shape()[2:]

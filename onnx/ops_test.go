@@ -61,3 +61,49 @@ func TestDet(t *testing.T) {
 		t.Errorf("det = %v%v, want -3", out.Shape, out.Data)
 	}
 }
+
+// TestNarrowIntegers checks that 8- and 16-bit integers, held in int32,
+// wrap around as their types do: 200 + 100 = 44 in uint8, 100 · 2 = −56 in
+// int8, and float 300.7 cast to uint8 is 300 mod 256 = 44.
+func TestNarrowIntegers(t *testing.T) {
+	cases := []struct {
+		op         string
+		typ        DataType
+		x, y, want []float64
+		attrs      []*pb.AttributeProto
+	}{
+		{"Add", Uint8, []float64{200, 3}, []float64{100, 4}, []float64{44, 7}, nil},
+		{"Mul", Int8, []float64{100, -3}, []float64{2, 5}, []float64{-56, -15}, nil},
+		{"Sub", Uint16, []float64{1, 7}, []float64{2, 5}, []float64{65535, 2}, nil},
+	}
+	for _, tc := range cases {
+		g := &pb.GraphProto{
+			Node:   []*pb.NodeProto{node(tc.op, []string{"x", "y"}, []string{"z"}, tc.attrs...)},
+			Input:  []*pb.ValueInfoProto{info("x", tc.typ, 2), info("y", tc.typ, 2)},
+			Output: []*pb.ValueInfoProto{info("z", tc.typ, 2)},
+		}
+		m, err := Read(bytes.NewReader(encode(t, 14, g)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, err := m.Graph(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := tile.ValueOf(tile.Int32, tile.Shape{2}, tc.x)
+		y, _ := tile.ValueOf(tile.Int32, tile.Shape{2}, tc.y)
+		out, err := ref.Run(tg, map[string]*tile.Value{"x": x, "y": y}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out["z"]; got.DType != tile.Int32 || !equal(got.Data, tc.want) {
+			t.Errorf("%s %s: %v %v = %v%v, want i32%v", tc.op, tc.typ, tc.x, tc.y, got.DType, got.Data, tc.want)
+		}
+	}
+	to := &pb.AttributeProto{Name: proto.String("to"), Type: pb.AttributeProto_INT.Enum(), I: proto.Int64(int64(Uint8))}
+	x, _ := tile.ValueOf(tile.Float32, tile.Shape{3}, []float64{300.7, -1, 12.9})
+	out := runOne(t, 13, node("Cast", []string{"x"}, []string{"z"}, to), x)[0]
+	if !equal(out.Data, []float64{44, 255, 12}) {
+		t.Errorf("Cast to uint8 of [300.7 -1 12.9] = %v, want [44 255 12]", out.Data)
+	}
+}
