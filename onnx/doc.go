@@ -38,6 +38,8 @@
 // pooling, normalisations, Einsum), ops_loss.go, ops_resize.go,
 // ops_gridsample.go, ops_roialign.go, ops_rnn.go (RNN, GRU, LSTM),
 // ops_signal.go (windows, DFT, STFT, MelWeightMatrix), ops_linalg.go (Det),
+// ops_quant.go (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+// MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv, BitShift),
 // ops_text.go (TfIdfVectorizer over integer tokens), ops_control.go (If on
 // known conditions, Loop and Scan unrolled), ops_sequence.go (sequences of
 // tensors, held as lists while converting; a sequence graph input or output
@@ -51,8 +53,13 @@
 // from 11, Slice's inputs from 10, Resize's modes by version, ...). Every op,
 // attribute, attribute value or element type an op does not support is an
 // error naming the node, the op, the opset and what is unsupported; nothing
-// is approximated silently. Element types are those tile holds: float,
-// double, float16, bfloat16, int32, int64 and bool.
+// is approximated silently. Element types are those tile holds (float,
+// double, float16, bfloat16, int32, int64 and bool) and the 8- and 16-bit
+// integers (int8, uint8, int16, uint16), which a graph holds in int32 (their
+// inputs and outputs are int32 tensors, host data []int32) and wraps around
+// to their range after every op; the quantization ops (ops_quant.go) work on
+// them. Unsigned 32- and 64-bit integers, strings and complex numbers are
+// not supported.
 //
 // TestNodeSuite runs ONNX's own node tests (installed by Debian's
 // libonnx-testdata, or the directory $TARTAN_ONNX_NODE_TESTS) on the CPU
