@@ -734,6 +734,12 @@ func (c *ctx) narrowOutputs() {
 		if !lt.narrow() {
 			continue
 		}
+		if lt == Uint32 && !uint32Exact[c.op] {
+			// int64 is computed in float64: a product of two uint32 values
+			// would lose its low bits before the wrap.
+			c.fail("uint32 results are supported only for ops whose int64 results stay exact (not %s)", c.op)
+			return
+		}
 		if st, _ := lt.Storage(); st != v.dt {
 			c.fail("output %d: internal: %s held in %s", i, lt, v.dt)
 			return
@@ -751,6 +757,20 @@ func (c *ctx) narrowOutputs() {
 			w.t = wrapInt(c.g, v.t, n, lo)
 		}
 		c.outs[i] = w
+	}
+}
+
+// uint32Exact lists the ops whose uint32 results, computed in int64 on
+// wrapped operands, never exceed 2^53 before wrapping: no products.
+var uint32Exact = map[string]bool{}
+
+func init() {
+	for _, op := range []string{"Add", "Sub", "Max", "Min", "Mod", "Div", "Neg", "Abs", "Sum", "Clip",
+		"BitShift", "Cast", "CastLike", "Where", "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+		"Flatten", "Concat", "Split", "Slice", "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Pad",
+		"ReduceMax", "ReduceMin", "ArgMax", "ArgMin", "Constant", "ConstantOfShape", "Compress", "ReverseSequence",
+		"TopK", "Trilu", "OneHot", "Unique", "If", "Loop", "Scan", "SequenceAt", "Optional", "OptionalGetElement"} {
+		uint32Exact[op] = true
 	}
 }
 

@@ -58,8 +58,9 @@
 // integers (int8, uint8, int16, uint16), which a graph holds in int32 (their
 // inputs and outputs are int32 tensors, host data []int32) and wraps around
 // to their range after every op; the quantization ops (ops_quant.go) work on
-// them. Unsigned 32- and 64-bit integers, strings and complex numbers are
-// not supported.
+// them. uint32 is held in int64 likewise, for the ops whose results stay
+// exact there (no products: int64 arithmetic runs in float64). uint64,
+// strings and complex numbers are not supported.
 //
 // TestNodeSuite runs ONNX's own node tests (installed by Debian's
 // libonnx-testdata, or the directory $TARTAN_ONNX_NODE_TESTS) on the CPU

@@ -69,17 +69,22 @@ func (d DataType) Tile() (tile.DType, bool) {
 	return tile.Invalid, false
 }
 
-// narrow reports whether d is an 8- or 16-bit integer type, which tile
-// holds in int32 (see Storage).
+// narrow reports whether d is an integer type tile has no dtype for but
+// that a wider one holds (see Storage): the 8- and 16-bit integers, and
+// uint32.
 func (d DataType) narrow() bool {
-	return d == Int8 || d == Uint8 || d == Int16 || d == Uint16
+	return d == Int8 || d == Uint8 || d == Int16 || d == Uint16 || d == Uint32
 }
 
-// Storage returns the tile dtype that holds d: the one Tile returns, or
-// int32 for the 8- and 16-bit integer types, whose values a graph keeps in
-// int32 and wraps around to their range after every op.
+// Storage returns the tile dtype that holds d: the one Tile returns, int32
+// for the 8- and 16-bit integer types and int64 for uint32, whose values a
+// graph keeps in the wider type and wraps around to their range after
+// every op.
 func (d DataType) Storage() (tile.DType, bool) {
-	if d.narrow() {
+	switch {
+	case d == Uint32:
+		return tile.Int64, true
+	case d.narrow():
 		return tile.Int32, true
 	}
 	return d.Tile()
@@ -96,6 +101,8 @@ func (d DataType) span() (n, lo float64) {
 		return 65536, -32768
 	case Uint16:
 		return 65536, 0
+	case Uint32:
+		return 1 << 32, 0
 	}
 	return 0, 0
 }

@@ -268,18 +268,25 @@ func opBitShift(c *ctx) {
 	if c.failed() {
 		return
 	}
-	if t := c.typ(0); t != Uint8 && t != Uint16 {
-		c.fail("%s inputs are not supported (uint8 or uint16)", t)
+	t := c.typ(0)
+	if t != Uint8 && t != Uint16 && t != Uint32 {
+		c.fail("%s inputs are not supported (uint8, uint16 or uint32)", t)
 		return
 	}
 	g := c.g
+	n, _ := t.span()
 	xf, sf := g.Cast(x, tile.Float64), g.Cast(s, tile.Float64)
-	p := g.Elementwise(tile.Pow, g.ScalarLike(xf, 2), sf)
+	// Powers of two keep every step exact in float64; the left shift is
+	// reduced modulo 2^bits before leaving it.
+	p := g.Elementwise(tile.Pow, g.ScalarLike(xf, 2), g.Minimum(sf, g.ScalarLike(sf, 64)))
+	k := g.ScalarLike(xf, n)
 	switch dir {
 	case "LEFT":
-		c.set(0, g.Cast(g.Mul(xf, p), tile.Int32))
+		v := g.Mul(xf, p)
+		v = g.Sub(v, g.Mul(k, g.Elementwise(tile.Floor, g.Div(v, k))))
+		c.set(0, g.Cast(v, x.DType()))
 	case "RIGHT":
-		c.set(0, g.Cast(g.Elementwise(tile.Floor, g.Div(xf, p)), tile.Int32))
+		c.set(0, g.Cast(g.Elementwise(tile.Floor, g.Div(xf, p)), x.DType()))
 	default:
 		c.fail("direction %q is not supported", dir)
 	}

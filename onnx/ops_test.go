@@ -107,3 +107,19 @@ func TestNarrowIntegers(t *testing.T) {
 		t.Errorf("Cast to uint8 of [300.7 -1 12.9] = %v, want [44 255 12]", out.Data)
 	}
 }
+
+// TestUint32Products checks that uint32 products, which int64 arithmetic
+// in float64 could not keep exact, are refused rather than approximated.
+func TestUint32Products(t *testing.T) {
+	g := &pb.GraphProto{
+		Node:   []*pb.NodeProto{node("Mul", []string{"x", "y"}, []string{"z"})},
+		Input:  []*pb.ValueInfoProto{info("x", Uint32, 2), info("y", Uint32, 2)},
+		Output: []*pb.ValueInfoProto{info("z", Uint32, 2)},
+	}
+	m, err := Read(bytes.NewReader(encode(t, 14, g)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Graph(Options{})
+	wantErr(t, err, "node 0 (Mul) at opset 14", "uint32 results are supported only for ops whose int64 results stay exact (not Mul)")
+}
