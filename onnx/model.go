@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -318,28 +319,21 @@ func fromProto(mp *pb.ModelProto, dir string) (*Model, error) {
 			}
 		}
 	}
-	var ready []int
+	// Smallest index first, so that a sorted file keeps its order.
+	ready := &intHeap{}
 	for i := range nodes {
 		if indeg[i] == 0 {
-			ready = append(ready, i)
+			heap.Push(ready, i)
 		}
 	}
-	for len(ready) > 0 {
-		// smallest index first, so a sorted file keeps its order
-		k := 0
-		for j := range ready {
-			if ready[j] < ready[k] {
-				k = j
-			}
-		}
-		i := ready[k]
-		ready = append(ready[:k], ready[k+1:]...)
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
 		m.nodes = append(m.nodes, nodes[i])
 		m.index = append(m.index, i)
 		for _, u := range users[i] {
 			indeg[u]--
 			if indeg[u] == 0 {
-				ready = append(ready, u)
+				heap.Push(ready, u)
 			}
 		}
 	}
@@ -369,6 +363,20 @@ func fromProto(mp *pb.ModelProto, dir string) (*Model, error) {
 	}
 	m.assignNames()
 	return m, nil
+}
+
+// intHeap is a min-heap of node indices.
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // valueInfo decodes a graph input or output's description.

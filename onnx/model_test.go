@@ -293,13 +293,13 @@ func TestUnsupported(t *testing.T) {
 	wantErr(t, err, "node 1 (Pad) at opset 13", `mode "wrap" is not supported`)
 
 	g = addModel()
-	g.Input[0] = info("x", Uint8, 1, 3)
+	g.Input[0] = info("x", Uint64, 1, 3)
 	m, err = Read(bytes.NewReader(encode(t, 13, g)), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = m.Graph(Options{})
-	wantErr(t, err, `graph input "x"`, "uint8 tensors are not supported")
+	wantErr(t, err, `graph input "x"`, "uint64 tensors are not supported")
 }
 
 // externalModel writes a model whose initializer b lives in the file named
