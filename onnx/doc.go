@@ -62,6 +62,16 @@
 // exact there (no products: int64 arithmetic runs in float64). uint64,
 // strings and complex numbers are not supported.
 //
+// To add an op, register a builder for its op type in the file of its
+// family (register("Name", func(c *ctx) { … }) in an init function). The
+// builder reads inputs with c.in (a tile tensor), c.known and c.knownInts
+// (values needed while converting), attributes with c.attrInt, c.attrInts,
+// c.attrFloat, c.attrString and c.attrTensor (reading marks an attribute
+// as supported; any other is an error), the opset as c.opset, builds tile
+// nodes on c.g, declares its outputs with c.set or c.setKnown, and reports
+// what it does not support with c.fail. It runs on a scratch graph, and
+// the results are computed at once, when every input is known.
+//
 // TestNodeSuite runs ONNX's own node tests (installed by Debian's
 // libonnx-testdata, or the directory $TARTAN_ONNX_NODE_TESTS) on the CPU
 // backend, and TestModelSuites the pytorch-converted, pytorch-operator and

@@ -131,6 +131,16 @@ func TestReadAndConvert(t *testing.T) {
 	}
 	_, err = m.Graph(Options{Shapes: map[string]tile.Shape{"x": {2, 3}}, Variables: []string{"w"}})
 	wantErr(t, err, "Options.Variables names w")
+	g, err = m.Graph(Options{Shapes: map[string]tile.Shape{"x": {2, 3}}, AllVariables: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := g.Variables(); len(vs) != 1 || vs[0].Op().(*tile.VariableOp).Name != "b" {
+		t.Fatalf("variables %v, want b", vs)
+	}
+	if init := m.Initializer("b"); init == nil || !equal(init.Data, []float64{10, 20, 30}) {
+		t.Fatalf("Initializer(b) = %v", init)
+	}
 }
 
 func equal(a, b []float64) bool {
