@@ -134,6 +134,11 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		sort.Strings(names)
 		return nil, fmt.Errorf("Options.Variables names %s, which are no initializers", strings.Join(names, ", "))
 	}
+	type binding struct {
+		size  int
+		input string
+	}
+	params := map[string]binding{}
 	for _, in := range m.Inputs {
 		dt, ok := in.Type.Storage()
 		lt := narrowType(in.Type)
@@ -174,6 +179,16 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 		shape, err := inputShape(in, opt.Shapes[in.Name])
 		if err != nil {
 			return nil, err
+		}
+		// A symbolic dimension has one size across the inputs.
+		for i, d := range in.Shape {
+			if d.Param == "" || i >= len(shape) {
+				continue
+			}
+			if b, ok := params[d.Param]; ok && b.size != shape[i] {
+				return nil, fmt.Errorf("graph input %q: dimension %d (%s) is %d, but %s for graph input %q", in.Name, i, d.Param, shape[i], fmt.Sprint(b.size), b.input)
+			}
+			params[d.Param] = binding{shape[i], in.Name}
 		}
 		if v, ok := opt.Values[in.Name]; ok {
 			if v.DType != dt || !v.Shape.Equal(shape) {

@@ -98,6 +98,15 @@ func TestReadAndConvert(t *testing.T) {
 	wantErr(t, err, `graph input "x"`, "dimension 0 (batch) is not fixed")
 	_, err = m.Graph(Options{Shapes: map[string]tile.Shape{"x": {2, 4}}})
 	wantErr(t, err, `graph input "x"`, "fixes dimension 1 at 3")
+	two := addModel()
+	two.Input = append(two.Input, info("x2", Float, -1, 3))
+	two.Node[0].Input[1] = "x2"
+	m2, err := Read(bytes.NewReader(encode(t, 13, two)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m2.Graph(Options{Shapes: map[string]tile.Shape{"x": {2, 3}, "x2": {5, 3}}})
+	wantErr(t, err, `graph input "x2": dimension 0 (batch) is 5, but 2 for graph input "x"`)
 
 	g, err := m.Graph(Options{Shapes: map[string]tile.Shape{"x": {2, 3}}})
 	if err != nil {
