@@ -186,7 +186,7 @@ func (m *Model) Graph(opt Options) (*tile.Graph, error) {
 				continue
 			}
 			if b, ok := params[d.Param]; ok && b.size != shape[i] {
-				return nil, fmt.Errorf("graph input %q: dimension %d (%s) is %d, but %s for graph input %q", in.Name, i, d.Param, shape[i], fmt.Sprint(b.size), b.input)
+				return nil, fmt.Errorf("graph input %q: dimension %d (%s) is %d, but %d for graph input %q", in.Name, i, d.Param, shape[i], b.size, b.input)
 			}
 			params[d.Param] = binding{shape[i], in.Name}
 		}
