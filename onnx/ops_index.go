@@ -481,12 +481,11 @@ func opTopK(c *ctx) {
 		c.fail("K must hold one element")
 	}
 	a := c.attrInt("axis", -1)
-	largest, sorted := true, true
+	largest := true
 	if c.opset >= 11 {
 		largest = c.attrInt("largest", 1) != 0
-		sorted = c.attrInt("sorted", 1) != 0
+		c.ignore("sorted") // the output is sorted either way, which sorted=0 allows
 	}
-	_ = sorted // the output is sorted either way
 	if c.failed() {
 		return
 	}

@@ -38,8 +38,8 @@ func init() {
 func nllLoss(c *ctx, x *tile.Tensor) *tile.Tensor {
 	target := c.indexInput(1)
 	reduction := c.attrString("reduction", "mean")
-	ignore, hasIgnore := int64(0), c.hasAttr("ignore_index")
-	ignore = c.attrInt("ignore_index", 0)
+	hasIgnore := c.hasAttr("ignore_index")
+	ignore := c.attrInt("ignore_index", 0)
 	if c.failed() {
 		return nil
 	}

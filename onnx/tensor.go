@@ -200,12 +200,10 @@ func decodeTensor(tp *pb.TensorProto, dir string) (*Tensor, error) {
 		}
 		return t, nil
 	}
-	count := 0
 	check := func(field string, got int) error {
 		if got != n {
 			return fmt.Errorf("%s holds %d elements, the dims need %d", field, got, n)
 		}
-		count++
 		return nil
 	}
 	switch t.Type {
@@ -263,7 +261,6 @@ func decodeTensor(tp *pb.TensorProto, dir string) (*Tensor, error) {
 			t.Data = append(t.Data, x)
 		}
 	}
-	_ = count
 	return t, nil
 }
 
