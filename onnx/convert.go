@@ -454,6 +454,9 @@ func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 	}
 	if c.err == nil && c.g.Err() == nil {
 		c.narrowOutputs()
+		if err := c.g.Err(); c.err == nil && err != nil {
+			c.err = err
+		}
 	}
 	if c.err != nil {
 		var need *ValueNeededError
@@ -472,7 +475,7 @@ func (cv *converter) node(n *pb.NodeProto, index int, opset int64) error {
 			continue
 		}
 		v := c.outs[i]
-		if v.c == nil {
+		if v.c == nil && v.deps == nil {
 			v.deps = deps
 		}
 		cv.env[out] = v
