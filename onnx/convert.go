@@ -643,7 +643,7 @@ func (c *ctx) known(i int) *tile.Value {
 	if v.c == nil {
 		if c.err == nil {
 			if len(v.deps) == 0 {
-				c.err = fmt.Errorf("input %d must be known when converting, but it depends on variables", i)
+				c.err = fmt.Errorf("input %d must be known when converting, but it is computed while running (from variables, or from constants too large to compute here)", i)
 			} else {
 				c.err = &ValueNeededError{Node: c.name, Input: i, Inputs: v.deps}
 			}
