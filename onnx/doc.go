@@ -46,8 +46,8 @@
 // is one tile input or output per element, see Options.Sequences and
 // Model.ElementName), ops_control.go also holds SequenceMap, ops_known.go (Unique and NonMaxSuppression,
 // whose output shapes depend on their values: computed when converting,
-// from known inputs) and ops_training.go (the optimizers of domain
-// ai.onnx.preview.training). Each op reads the model's
+// from known inputs) and ops_training.go (domain ai.onnx.preview.training:
+// the optimizers, and Gradient through package grad). Each op reads the model's
 // opset to choose its behaviour where ONNX changed it (Softmax's axis before
 // and after 13, Reduce* axes as attribute or input, Clip's bounds as inputs
 // from 11, Slice's inputs from 10, Resize's modes by version, ...). Every op,

@@ -1,6 +1,8 @@
 package onnx
 
 import (
+	"github.com/tartanml/tartan/grad"
+	"github.com/tartanml/tartan/onnx/internal/pb"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -13,6 +15,58 @@ func init() {
 	registerIn(trainingDomain, "Adagrad", func(c *ctx) { opOptimizer(c, "Adagrad", 3) })
 	registerIn(trainingDomain, "Momentum", func(c *ctx) { opOptimizer(c, "Momentum", 3) })
 	registerIn(trainingDomain, "Adam", func(c *ctx) { opOptimizer(c, "Adam", 4) })
+	registerIn(trainingDomain, "Gradient", opGradient)
+	noFold["Gradient"] = true
+}
+
+// opGradient differentiates the tensor named by y (its sum, when it is not
+// a scalar) with respect to the inputs named by xs, with package grad on the
+// graph built so far. y and the xs must be computed in the graph, not known
+// when converting.
+func opGradient(c *ctx) {
+	xa := c.attr("xs", pb.AttributeProto_STRINGS)
+	yName := c.attrString("y", "")
+	c.ignore("zs") // inputs that are not differentiated: nothing to do
+	if c.failed() {
+		return
+	}
+	if xa == nil || len(xa.GetStrings()) == 0 || yName == "" {
+		c.fail("the attributes xs and y are required")
+		return
+	}
+	yv := c.cv.env[yName]
+	if yv == nil || yv.isSeq || yv.none {
+		c.fail("y %q is no tensor computed before the node", yName)
+		return
+	}
+	if yv.c != nil || yv.t == nil {
+		c.fail("y %q is known when converting: it does not depend on the xs", yName)
+		return
+	}
+	var xs []*tile.Tensor
+	for _, b := range xa.GetStrings() {
+		xv := c.cv.env[string(b)]
+		if xv == nil || xv.isSeq || xv.none || xv.t == nil || xv.c != nil {
+			c.fail("x %q is no tensor computed in the graph", string(b))
+			return
+		}
+		xs = append(xs, xv.t)
+	}
+	if len(xs) != c.nout() {
+		c.fail("%d xs for %d outputs", len(xs), c.nout())
+		return
+	}
+	g := c.cv.g
+	y := yv.t
+	ones := g.BroadcastTo(g.ScalarLike(y, 1), y.Shape())
+	grads, err := grad.VJP(g, []*tile.Tensor{y}, []*tile.Tensor{ones}, xs...)
+	if err != nil {
+		c.fail("%v", err)
+		return
+	}
+	for i, d := range grads {
+		c.set(i, d)
+	}
 }
 
 // opOptimizer reads inputs R, T, then lists lists of n tensors (X, G, and
