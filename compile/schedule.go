@@ -205,11 +205,11 @@ func mentions(x *kir.Ix, v int) bool {
 // gemmView maps a kernel onto a (batched) matrix product, or says why not.
 // The kernel must sum a product of two loads, with no Where conditions and
 // both loads in range over the whole loop box, their element offsets affine
-// in the loop variables. Output loops read by both loads are batch loops,
-// those read by one only are M (operand A's) or N (operand B's) loops; an
-// output loop of extent 1 joins the group before it. Reduction loops must be
-// read by both (K). The output loops must run batch, then M, then N, so that
-// the output is the row-major stack of [M][N] matrices.
+// in the loop variables. kir.GEMMGroups sorts the loops into batch, M, N and
+// K groups by which operand reads them; reduction loops of more than one
+// point must be read by both (K). The groups may interleave in the output
+// (attention's [batch, rows, heads, cols]): backends lay the product out by
+// the output's strides.
 func gemmView(prog *kir.Program, k *kir.Kernel) (*kir.GEMMView, string) {
 	b := k.Body
 	switch {
@@ -237,68 +237,15 @@ func gemmView(prog *kir.Program, k *kir.Kernel) (*kir.GEMMView, string) {
 		}
 		coef[i] = c
 	}
-	r := len(k.Shape)
-	const (
-		batch = iota
-		only0
-		only1
-	)
-	labels := make([]int, r)
-	for v := range r {
-		in0, in1 := coef[0][v] != 0, coef[1][v] != 0
-		switch {
-		case k.Shape[v] == 1 && v > 0:
-			labels[v] = labels[v-1]
-		case k.Shape[v] == 1 || in0 && in1:
-			labels[v] = batch
-		case in0:
-			labels[v] = only0
-		case in1:
-			labels[v] = only1
-		default:
-			return nil, fmt.Sprintf("output loop x%d is read by neither operand", v)
-		}
-	}
-	var view kir.GEMMView
 	for j := range k.Reduce {
-		v := r + j
-		in0, in1 := coef[0][v] != 0, coef[1][v] != 0
-		if in0 != in1 && vars[v].Hi > vars[v].Lo {
+		v := len(k.Shape) + j
+		if (coef[0][v] != 0) != (coef[1][v] != 0) && vars[v].Hi > vars[v].Lo {
 			return nil, fmt.Sprintf("reduction loop %s is read by one operand only", k.Reduce[j].Name)
 		}
-		view.K = append(view.K, v)
 	}
-	// Decide which operand is A: the one whose loops come first.
-	a := 0
-	for _, l := range labels {
-		if l == only1 {
-			a = 1
-			break
-		}
-		if l == only0 {
-			break
-		}
+	view, why := kir.GEMMGroups(k, b.Args[0], b.Args[1], func(f, v int) bool { return coef[f][v] != 0 })
+	if view == nil {
+		return nil, why
 	}
-	mLabel, nLabel := only0, only1
-	if a == 1 {
-		mLabel, nLabel = only1, only0
-	}
-	rank := map[int]int{batch: 0, mLabel: 1, nLabel: 2}
-	prev := 0
-	for v, l := range labels {
-		if rank[l] < prev {
-			return nil, "output loops are not ordered batch, M, N"
-		}
-		prev = rank[l]
-		switch l {
-		case batch:
-			view.Batch = append(view.Batch, v)
-		case mLabel:
-			view.M = append(view.M, v)
-		default:
-			view.N = append(view.N, v)
-		}
-	}
-	view.A, view.B = b.Args[a], b.Args[1-a]
-	return &view, fmt.Sprintf("batch %d, M %d, N %d, K %d loops", len(view.Batch), len(view.M), len(view.N), len(view.K))
+	return view, fmt.Sprintf("batch %d, M %d, N %d, K %d loops", len(view.Batch), len(view.M), len(view.N), len(view.K))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/tartanml/tartan/backend"
@@ -21,7 +22,16 @@ type CheckResult struct {
 	// Compile and Run are the device's compile time and the time of one
 	// run with its read-back.
 	Compile, Run time.Duration
+	// Speed is the median time of a run of a 256×256 by 256×256 product
+	// with bias, ReLU and a sum read back, after a warm-up run: a figure
+	// to compare devices by, dominated by arithmetic rather than by the
+	// cost of starting a run.
+	Speed time.Duration
 }
+
+// speedSize and speedRuns set the timed product of Check: its size, and
+// the number of timed runs after the warm-up run.
+const speedSize, speedRuns = 256, 5
 
 // checkTolerance bounds MaxError. It admits the tf32 matrix products a
 // device may be configured for (about 1e-3 relative) and rejects wrong
@@ -32,6 +42,7 @@ const checkTolerance = 5e-3
 // product, a bias, a row softmax and a column sum, with odd sizes so that
 // tile edges are exercised) and compares the outputs with the reference
 // executor. It returns an error naming the first element that disagrees.
+// Then it times a larger product for CheckResult.Speed.
 func Check(dev backend.Device) (CheckResult, error) {
 	var res CheckResult
 	g := tile.NewGraph("device_check")
@@ -105,5 +116,56 @@ func Check(dev backend.Device) (CheckResult, error) {
 			}
 		}
 	}
+	sp, err := timeProduct(dev)
+	if err != nil {
+		return res, fmt.Errorf("device check on %s: timing a %d×%d product: %w", dev.Info().ID, speedSize, speedSize, err)
+	}
+	res.Speed = sp
 	return res, nil
+}
+
+// timeProduct returns the median time of speedRuns runs of a
+// speedSize×speedSize product with bias and ReLU, summed to a scalar that
+// is read back (which waits for the device), after a warm-up run.
+func timeProduct(dev backend.Device) (time.Duration, error) {
+	const n = speedSize
+	g := tile.NewGraph("device_speed")
+	x := g.Input("x", tile.Float32, tile.Shape{n, n})
+	w := g.Input("w", tile.Float32, tile.Shape{n, n})
+	b := g.Input("b", tile.Float32, tile.Shape{n})
+	g.SetOutput("sum", op.Sum(g, op.ReLU(g, op.Dense(g, x, w, b)), nil, false))
+	if err := g.Err(); err != nil {
+		return 0, fmt.Errorf("building the graph: %w", err)
+	}
+	e, err := dev.Compile(g)
+	if err != nil {
+		return 0, fmt.Errorf("compile: %w", err)
+	}
+	defer e.Close()
+	r := rand.New(rand.NewPCG(13, 17))
+	for name, size := range map[string]int{"x": n * n, "w": n * n, "b": n} {
+		v := make([]float32, size)
+		for i := range v {
+			v[i] = float32(r.NormFloat64() * 0.1)
+		}
+		if err := e.SetInput(name, v); err != nil {
+			return 0, err
+		}
+	}
+	sum := make([]float32, 1)
+	ts := make([]time.Duration, 0, speedRuns)
+	for i := range speedRuns + 1 {
+		t := time.Now()
+		if err := e.Run(); err != nil {
+			return 0, fmt.Errorf("run: %w", err)
+		}
+		if err := e.ReadOutput("sum", sum); err != nil {
+			return 0, err
+		}
+		if i > 0 {
+			ts = append(ts, time.Since(t))
+		}
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2], nil
 }

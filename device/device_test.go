@@ -367,6 +367,8 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%s: %v", d.Info().ID, err)
 		} else if res.MaxError > 1e-3 {
 			t.Errorf("%s: largest difference %g; float32 devices should agree to 1e-3", d.Info().ID, res.MaxError)
+		} else if res.Speed <= 0 || res.Speed > time.Minute {
+			t.Errorf("%s: the product took %v", d.Info().ID, res.Speed)
 		}
 		d.Close()
 	}

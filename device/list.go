@@ -42,6 +42,8 @@ type Entry struct {
 type Listing struct {
 	Devices []Entry  `json:"devices"`
 	Notes   []string `json:"notes,omitempty"`
+	// Hint says how to install OpenCL, when it is missing or lists no GPU.
+	Hint string `json:"hint,omitempty"`
 }
 
 // Recommended returns the recommended entry. The CPU is always listed, so
@@ -91,7 +93,9 @@ func List() Listing {
 	cs, err := openclList()
 	switch {
 	case errors.Is(err, cl.ErrNotAvailable):
-		l.Notes = append(l.Notes, "no OpenCL: "+firstLine(err.Error()))
+		// The whole error: it lists every library and directory tried.
+		l.Notes = append(l.Notes, strings.TrimPrefix(err.Error(), "opencl: "))
+		l.Hint = hintNoOpenCL + installHint
 	case err != nil:
 		l.Notes = append(l.Notes, "OpenCL devices could not be listed: "+err.Error())
 	}
@@ -108,15 +112,35 @@ func List() Listing {
 		}
 	}
 	l.Devices[best].Recommended = true
+	if l.Hint == "" && err == nil && !hasGPU(l) {
+		l.Hint = hintNoGPU + installHint
+	}
 	return l
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
+// hasGPU reports whether l lists a GPU, discrete or integrated.
+func hasGPU(l Listing) bool {
+	for _, e := range l.Devices {
+		if e.Kind == KindGPU || e.Kind == KindIntegratedGPU {
+			return true
+		}
 	}
-	return s
+	return false
 }
+
+// The install hint: a first line for the case, then the packages.
+const (
+	hintNoOpenCL = "No OpenCL platform was found, so Tartan runs on its CPU backend. To use a GPU, install\n" +
+		"its vendor's OpenCL driver (an ICD) and the ICD loader:\n"
+	hintNoGPU   = "No GPU is listed. To use one, install its vendor's OpenCL driver (an ICD):\n"
+	installHint = "  Debian/Ubuntu: nvidia-opencl-icd (NVIDIA), mesa-opencl-icd or ROCm (AMD), intel-opencl-icd (Intel);\n" +
+		"                 pocl-opencl-icd to try OpenCL on the CPU; ocl-icd-libopencl1 is the ICD loader\n" +
+		"  Fedora: ocl-icd, with pocl, mesa-libOpenCL, intel-compute-runtime or rocm-opencl (NVIDIA's comes with its driver)\n" +
+		"  Arch: ocl-icd, with opencl-nvidia, rocm-opencl-runtime, intel-compute-runtime or pocl\n" +
+		"  macOS: OpenCL is built in\n" +
+		"Then check: clinfo (package clinfo) lists each platform, and each installed driver has a file\n" +
+		"in /etc/OpenCL/vendors; tartan devices lists its devices."
+)
 
 // classify sets an OpenCL entry's kind, rank and reason.
 func classify(e *Entry, i cl.DeviceInfo) {

@@ -17,25 +17,58 @@ type SetupOptions struct {
 	// the recommended device).
 	Device string
 	// Yes answers every question with its default: the recommended device
-	// (unless Device is set) and saving the configuration.
+	// (unless Device is set) and saving the configuration, even a device
+	// much slower than the recommended one (which is warned about).
 	Yes bool
+	// Warnings receives the warnings of a setup with Yes, which asks
+	// nothing (the CLI passes stderr); nil means the output.
+	Warnings io.Writer
 }
 
+// slowRatio is how many times slower than the recommended device the
+// chosen one must run the check's product for Setup to warn.
+const slowRatio = 3
+
 // FormatTable writes the devices as an aligned table, numbered from 1, the
-// recommended one marked with '*', followed by the notes.
-func FormatTable(w io.Writer, l Listing) {
+// recommended one marked with '*', followed by the notes and the install
+// hint.
+func FormatTable(w io.Writer, l Listing) { formatTable(w, l, false, "") }
+
+// FormatTableUsing is FormatTable with the device a run uses (the id
+// used, as Choose gives it) marked with '>' before the recommendation
+// mark, followed by the notes but not the hint. No row is marked '>' when
+// used is not listed.
+func FormatTableUsing(w io.Writer, l Listing, used string) { formatTable(w, l, true, used) }
+
+func formatTable(w io.Writer, l Listing, markUsed bool, used string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "   #\tID\tKIND\tNAME\tMEMORY\tUNITS\t")
+	head := "   #"
+	if markUsed {
+		head = "    #"
+	}
+	fmt.Fprintln(tw, head+"\tID\tKIND\tNAME\tMEMORY\tUNITS\t")
 	for i, e := range l.Devices {
 		mark := " "
 		if e.Recommended {
 			mark = "*"
 		}
+		if markUsed {
+			if e.ID == used {
+				mark = ">" + mark
+			} else {
+				mark = " " + mark
+			}
+		}
 		fmt.Fprintf(tw, " %s %d\t%s\t%s\t%s\t%s\t%d\t\n", mark, i+1, e.ID, e.Kind, e.Name, formatBytes(e.Memory), e.ComputeUnits)
 	}
 	tw.Flush()
 	for _, n := range l.Notes {
-		fmt.Fprintf(w, "   note: %s\n", n)
+		// A note's later lines (the libraries tried) are indented under
+		// its text.
+		fmt.Fprintf(w, "   note: %s\n", strings.ReplaceAll(n, "\n", "\n         "))
+	}
+	if l.Hint != "" && !markUsed {
+		fmt.Fprintf(w, "\n%s\n", l.Hint)
 	}
 }
 
@@ -69,9 +102,14 @@ const maxAttempts = 5
 // Setup then saves nothing and returns an error matching ErrNotSaved, as
 // it does when the user declines. It returns the saved configuration;
 // nothing is saved when the check fails.
+//
+// When the chosen device is not the recommended one, Setup checks the
+// recommended one too and compares the times of the check's product: if
+// the chosen device is at least slowRatio times slower, it asks whether to
+// save it anyway (the default is no), or with Yes warns and saves it.
 func Setup(in io.Reader, out io.Writer, opts SetupOptions) (Config, error) {
 	r := bufio.NewReaderSize(in, maxAnswer)
-	l := List()
+	l := listDevices()
 	fmt.Fprintln(out, "Tartan device setup")
 	fmt.Fprintln(out)
 	FormatTable(out, l)
@@ -102,25 +140,54 @@ func Setup(in io.Reader, out io.Writer, opts SetupOptions) (Config, error) {
 		}
 	}
 
-	fmt.Fprintf(out, "Checking %s %s: a small dense layer and softmax against the reference... ", chosen.ID, chosen.Name)
-	dev, err := openDevice(chosen.ID)
-	if err != nil {
-		fmt.Fprintln(out, "failed.")
-		return Config{}, fmt.Errorf("setup: opening %s: %w", chosen.ID, err)
-	}
-	res, err := Check(dev)
-	dev.Close()
+	fmt.Fprintf(out, "Checking %s %s: a small dense layer and softmax against the reference, then a %d×%d product for speed... ", chosen.ID, chosen.Name, speedSize, speedSize)
+	res, err := checkByID(chosen.ID)
 	if err != nil {
 		fmt.Fprintln(out, "failed.")
 		return Config{}, fmt.Errorf("setup: %w; the configuration was not changed", err)
 	}
-	fmt.Fprintf(out, "ok (largest difference %.1e; compile %s, run %s).\n", res.MaxError, res.Compile.Round(time.Millisecond), res.Run.Round(time.Microsecond))
+	fmt.Fprintf(out, "ok (%s).\n", formatCheck(res))
+
+	// Compare with the recommended device, which List ranks above the
+	// others without measuring them.
+	var slow string
+	if rec.ID != chosen.ID {
+		fmt.Fprintf(out, "Checking the recommended %s %s to compare... ", rec.ID, rec.Name)
+		rres, err := checkByID(rec.ID)
+		switch {
+		case err != nil:
+			fmt.Fprintf(out, "failed, so not compared: %v.\n", err)
+		default:
+			fmt.Fprintf(out, "ok (%s).\n", formatCheck(rres))
+			if rres.Speed > 0 && float64(res.Speed) >= slowRatio*float64(rres.Speed) {
+				slow = fmt.Sprintf("%s (%s) ran the check %s slower than %s (%s): the product took %s against %s",
+					chosen.ID, chosen.Name, formatRatio(float64(res.Speed)/float64(rres.Speed)), rec.ID, rec.Name,
+					formatDuration(res.Speed), formatDuration(rres.Speed))
+			}
+		}
+	}
 
 	path, err := ConfigPath()
 	if err != nil {
 		return Config{}, fmt.Errorf("setup: %w", err)
 	}
-	if !opts.Yes {
+	switch {
+	case slow != "" && opts.Yes:
+		w := opts.Warnings
+		if w == nil {
+			w = out
+		}
+		fmt.Fprintf(w, "tartan: warning: %s; saving it as --device and --yes ask (tartan setup --device %s --yes saves the faster one)\n", slow, rec.ID)
+	case slow != "":
+		q := yesNo{
+			question: fmt.Sprintf("%s.\nSave %s as the default device in %s anyway? [y/N]: ", slow, chosen.ID, path),
+			name:     "Save anyway?",
+			no:       fmt.Sprintf("Not saved: run tartan setup again to choose another device, or tartan setup --device %s --yes for %s.", rec.ID, rec.ID),
+		}
+		if err := q.ask(r, out); err != nil {
+			return Config{}, err
+		}
+	case !opts.Yes:
 		if err := askSave(r, out, chosen.ID, path); err != nil {
 			return Config{}, err
 		}
@@ -131,6 +198,50 @@ func Setup(in io.Reader, out io.Writer, opts SetupOptions) (Config, error) {
 	}
 	fmt.Fprintf(out, "Saved: Tartan now uses %s (%s). Override with --device ID or $%s.\n", chosen.ID, chosen.Name, EnvDevice)
 	return cfg, nil
+}
+
+// Hooks that tests replace: the listing Setup offers, and the check it
+// runs on a device.
+var (
+	listDevices = List
+	checkDevice = Check
+)
+
+// checkByID opens the device id, checks it and closes it.
+func checkByID(id string) (CheckResult, error) {
+	dev, err := openDevice(id)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("opening %s: %w", id, err)
+	}
+	defer dev.Close()
+	return checkDevice(dev)
+}
+
+// formatCheck describes a passed check.
+func formatCheck(res CheckResult) string {
+	return fmt.Sprintf("largest difference %.1e; compile %s, run %s; product %s",
+		res.MaxError, formatDuration(res.Compile), formatDuration(res.Run), formatDuration(res.Speed))
+}
+
+// formatDuration writes d with about three significant digits.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%.0f ms", float64(d)/1e6)
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%d µs", d.Microseconds())
+}
+
+// formatRatio writes a ratio of times: "48×", or "4.6×" below 10.
+func formatRatio(x float64) string {
+	if x >= 10 {
+		return fmt.Sprintf("%.0f×", x)
+	}
+	return fmt.Sprintf("%.1f×", x)
 }
 
 // askDevice asks which device to use until the answer names one (by number
@@ -170,13 +281,30 @@ func askDevice(r *bufio.Reader, out io.Writer, l Listing, def int) (Entry, error
 // ErrNotSaved for no, for input that ends, and after maxAttempts answers
 // that are neither.
 func askSave(r *bufio.Reader, out io.Writer, id, path string) error {
+	q := yesNo{question: fmt.Sprintf("Save %s as the default device in %s? [Y/n]: ", id, path),
+		name: "Save?", yes: true, no: "Not saved."}
+	return q.ask(r, out)
+}
+
+// yesNo is a question whose answer is yes or no.
+type yesNo struct {
+	question string // as printed, with the choices
+	name     string // as errors name it, such as "Save?"
+	yes      bool   // the empty answer is yes (else no)
+	no       string // printed when the answer is no
+}
+
+// ask asks q until the answer is yes or no, at most maxAttempts times. It
+// returns nil for yes and an error matching ErrNotSaved for no, for input
+// that ends, and after maxAttempts answers that are neither.
+func (q yesNo) ask(r *bufio.Reader, out io.Writer) error {
 	for range maxAttempts {
-		fmt.Fprintf(out, "Save %s as the default device in %s? [Y/n]: ", id, path)
+		fmt.Fprint(out, q.question)
 		ans, err := readAnswer(r)
 		if errors.Is(err, io.EOF) {
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, "Not saved: the input ended before an answer (end of input means no).")
-			return fmt.Errorf("%w: the input ended before the answer to \"Save?\" (end of input means no)", ErrNotSaved)
+			return fmt.Errorf("%w: the input ended before the answer to %q (end of input means no)", ErrNotSaved, q.name)
 		}
 		if errors.Is(err, ErrNotSaved) {
 			return err
@@ -184,17 +312,24 @@ func askSave(r *bufio.Reader, out io.Writer, id, path string) error {
 		if err != nil {
 			return fmt.Errorf("setup: reading the answer: %w", err)
 		}
-		switch strings.ToLower(ans) {
-		case "", "y", "yes":
+		a := strings.ToLower(ans)
+		if a == "" {
+			a = "n"
+			if q.yes {
+				a = "y"
+			}
+		}
+		switch a {
+		case "y", "yes":
 			return nil
 		case "n", "no":
-			fmt.Fprintln(out, "Not saved.")
-			return fmt.Errorf("%w: the answer to \"Save?\" was no", ErrNotSaved)
+			fmt.Fprintln(out, q.no)
+			return fmt.Errorf("%w: the answer to %q was no", ErrNotSaved, q.name)
 		}
 		fmt.Fprintf(out, "%q is neither yes nor no; answer y or n.\n", ans)
 	}
 	fmt.Fprintln(out, "Not saved.")
-	return fmt.Errorf("%w: %d answers to \"Save?\" were neither yes nor no", ErrNotSaved, maxAttempts)
+	return fmt.Errorf("%w: %d answers to %q were neither yes nor no", ErrNotSaved, maxAttempts, q.name)
 }
 
 // maxAnswer bounds the length of one answer line, so that input without

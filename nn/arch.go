@@ -99,19 +99,24 @@ func (m *Model) nodeRefs() map[*Node]string {
 // LoadArchitecture builds a model from JSON written by Architecture. Its
 // weights are drawn afresh, as InitWeights(0) draws them.
 func LoadArchitecture(js []byte) (*Model, error) {
-	return initialized(decodeArchitecture(js))
+	m, err := decodeArchitecture(js)
+	if err != nil {
+		return nil, &nestedError{err: err}
+	}
+	return initialized(m, nil)
 }
 
 // decodeArchitecture builds a model from architecture JSON without drawing
 // its weights: every size is checked, nothing of the weights' size is
-// allocated.
+// allocated. Its errors lack the "nn: " prefix: callers give them context
+// (LoadArchitecture none, Load the file's path).
 func decodeArchitecture(js []byte) (*Model, error) {
 	var doc archDoc
 	if err := strictJSON(js, &doc); err != nil {
-		return nil, fmt.Errorf("nn: architecture: %w", err)
+		return nil, fmt.Errorf("architecture: %w", err)
 	}
 	if doc.Format != archFormat || doc.Version != 1 {
-		return nil, fmt.Errorf("nn: architecture: format %q version %d is not %s version 1", doc.Format, doc.Version, archFormat)
+		return nil, fmt.Errorf("architecture: format %q version %d is not %s version 1", doc.Format, doc.Version, archFormat)
 	}
 	layers := map[string]Layer{}
 	inputs := map[string]*Node{}
@@ -119,11 +124,15 @@ func decodeArchitecture(js []byte) (*Model, error) {
 	for i, al := range doc.Layers {
 		l, in, err := decodeLayer(al)
 		if err != nil {
-			return nil, fmt.Errorf("nn: architecture: layer %d (%s): %w", i, al.ClassName, err)
+			position := fmt.Sprintf("architecture: layer %d", i)
+			if le, ok := err.(*layerError); ok {
+				return nil, textError{le.at(position, le.layer.Name()), le}
+			}
+			return nil, fmt.Errorf("%s (%s): %w", position, al.ClassName, err)
 		}
 		name := l.Name()
 		if name == "" || layers[name] != nil {
-			return nil, fmt.Errorf("nn: architecture: layer %d (%s) has an empty or repeated name %q", i, al.ClassName, name)
+			return nil, fmt.Errorf("architecture: layer %d (%s) has an empty or repeated name %q", i, al.ClassName, name)
 		}
 		layers[name] = l
 		ordered = append(ordered, l)
@@ -134,9 +143,10 @@ func decodeArchitecture(js []byte) (*Model, error) {
 	switch doc.ClassName {
 	case "Sequential":
 		if len(ordered) < 2 || inputs[ordered[0].Name()] == nil || len(inputs) != 1 {
-			return nil, fmt.Errorf("nn: architecture: a Sequential model needs one InputLayer first and at least one layer after it")
+			return nil, fmt.Errorf("architecture: a Sequential model needs one InputLayer first and at least one layer after it")
 		}
-		return sequential(doc.Name, inputs[ordered[0].Name()], ordered[1:])
+		m, err := sequential(doc.Name, inputs[ordered[0].Name()], ordered[1:])
+		return m, bare(err)
 	case "Functional":
 		nodes := map[string]*Node{}
 		for name, n := range inputs {
@@ -146,19 +156,19 @@ func decodeArchitecture(js []byte) (*Model, error) {
 		for i, an := range doc.Nodes {
 			l := layers[an.Layer]
 			if l == nil {
-				return nil, fmt.Errorf("nn: architecture: node %d uses unknown layer %q", i, an.Layer)
+				return nil, fmt.Errorf("architecture: node %d uses unknown layer %q", i, an.Layer)
 			}
 			var in []*Node
 			for _, ref := range an.Inbound {
 				x := nodes[ref]
 				if x == nil {
-					return nil, fmt.Errorf("nn: architecture: node %d (%s) takes %q, which is not defined before it", i, an.Layer, ref)
+					return nil, fmt.Errorf("architecture: node %d (%s) takes %q, which is not defined before it", i, an.Layer, ref)
 				}
 				in = append(in, x)
 			}
 			n := Apply(l, in...)
 			if n.err != nil {
-				return nil, n.err
+				return nil, bare(nestf(n.err, "architecture: node %d", i))
 			}
 			ref := an.Layer
 			if k := calls[an.Layer]; k > 0 {
@@ -172,7 +182,7 @@ func decodeArchitecture(js []byte) (*Model, error) {
 			for _, r := range refs {
 				n := nodes[r]
 				if n == nil {
-					return nil, fmt.Errorf("nn: architecture: %s %q is not a node", what, r)
+					return nil, fmt.Errorf("architecture: %s %q is not a node", what, r)
 				}
 				out = append(out, n)
 			}
@@ -186,9 +196,10 @@ func decodeArchitecture(js []byte) (*Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		return assemble(doc.Name, "Functional", ins, outs)
+		m, err := assemble(doc.Name, "Functional", ins, outs)
+		return m, bare(err)
 	}
-	return nil, fmt.Errorf("nn: architecture: unknown model class %q (want Sequential or Functional)", doc.ClassName)
+	return nil, fmt.Errorf("architecture: unknown model class %q (want Sequential or Functional)", doc.ClassName)
 }
 
 // strictJSON decodes js into v, rejecting unknown fields and trailing data.
@@ -216,7 +227,7 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			n := newInput(c)
 			if n.err != nil {
-				return nil, nil, n.err
+				return nil, nil, argumentError(n.layer, n.err)
 			}
 			return n.layer, n, nil
 		}
@@ -302,7 +313,7 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		return nil, nil, fmt.Errorf("config: %w", err)
 	}
 	if e := l.base().err; e != nil {
-		return nil, nil, e
+		return nil, nil, argumentError(l, e)
 	}
 	return l, nil, nil
 }

@@ -267,10 +267,12 @@ type earlyStopping struct {
 	restore   bool
 	startFrom int
 
-	wait      int
-	best      float64
-	bestEpoch int
+	wait      int     // epochs since the baseline was last beaten by an improvement
+	best      float64 // the best value so far
+	bestEpoch int     // its epoch, -1 before there is one
+	last      float64 // the latest value
 	bestW     map[string][]float32
+	bestWAt   int // the epoch bestW is from
 }
 
 // EarlyStopping returns a callback that stops training when the monitored
@@ -288,7 +290,7 @@ func EarlyStopping(opts ...CallbackOption) Callback {
 func (c *earlyStopping) err() error { return c.e }
 
 func (c *earlyStopping) OnTrainBegin(m *Model) error {
-	c.wait, c.bestEpoch, c.bestW = 0, 0, nil
+	c.wait, c.bestEpoch, c.bestW = 0, -1, nil
 	c.best = c.watch.worst()
 	return nil
 }
@@ -307,9 +309,10 @@ func (c *earlyStopping) OnEpochEnd(m *Model, epoch int, logs Logs) error {
 		if err != nil {
 			return err
 		}
-		c.bestW = w
+		c.bestW, c.bestWAt = w, epoch
 	}
 	c.wait++
+	c.last = current
 	if c.watch.better(current, c.best) {
 		c.best, c.bestEpoch = current, epoch
 		if c.restore {
@@ -317,7 +320,7 @@ func (c *earlyStopping) OnEpochEnd(m *Model, epoch int, logs Logs) error {
 			if err != nil {
 				return err
 			}
-			c.bestW = w
+			c.bestW, c.bestWAt = w, epoch
 		}
 		if c.baseline == nil || c.watch.better(current, *c.baseline) {
 			c.wait = 0
@@ -325,13 +328,39 @@ func (c *earlyStopping) OnEpochEnd(m *Model, epoch int, logs Logs) error {
 		return nil
 	}
 	if c.wait >= c.patience && epoch > 0 {
-		m.stopWith(fmt.Sprintf("early stopping: %s did not improve on %.4g (epoch %d) for %d epochs", c.watch.monitor, c.best, c.bestEpoch+1, c.wait))
+		m.stopWith("early stopping: " + c.reason(epoch))
 		if c.restore && c.bestW != nil {
-			m.warnf("Restoring model weights from the end of the best epoch: %d.", c.bestEpoch+1)
+			m.warnf("Restoring model weights from the end of the best epoch: %d.", c.bestWAt+1)
 			return m.restoreSnapshot(c.bestW)
 		}
 	}
 	return nil
+}
+
+// reason says why training stops at epoch: "val_loss did not improve for
+// 3 epochs (best 0.3012 at epoch 4)", counting the epochs since the best
+// one; or, with a baseline that no value has beaten, the epochs watched
+// since the start.
+func (c *earlyStopping) reason(epoch int) string {
+	mon := c.watch.monitor
+	epochs := func(n int) string {
+		if n == 1 {
+			return "1 epoch"
+		}
+		return fmt.Sprintf("%d epochs", n)
+	}
+	if c.bestEpoch < 0 {
+		return fmt.Sprintf("%s did not improve for %s (it was %s every time)", mon, epochs(c.wait), formatValue(c.last))
+	}
+	best := fmt.Sprintf("(best %s at epoch %d)", formatValue(c.best), c.bestEpoch+1)
+	if c.baseline != nil && !c.watch.better(c.best, *c.baseline) {
+		return fmt.Sprintf("%s did not beat the baseline %s in %s %s", mon, formatValue(*c.baseline), epochs(c.wait), best)
+	}
+	by := ""
+	if c.watch.delta > 0 {
+		by = fmt.Sprintf(" by more than %g", c.watch.delta)
+	}
+	return fmt.Sprintf("%s did not improve%s for %s %s", mon, by, epochs(epoch-c.bestEpoch), best)
 }
 
 // modelCheckpoint is Keras's ModelCheckpoint, saving full checkpoints by

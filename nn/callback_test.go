@@ -344,3 +344,59 @@ func TestRecompileDropsOldState(t *testing.T) {
 		t.Error("the weights did not load")
 	}
 }
+
+// TestEarlyStoppingReason feeds EarlyStopping hand-made sequences of the
+// monitored value and checks at which epoch it stops and the reason it
+// gives: the number of epochs since the best one, not since the baseline
+// was last beaten.
+func TestEarlyStoppingReason(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		name   string
+		opts   []CallbackOption
+		values []float64
+		stop   int // the 0-based epoch it stops at, -1 for never
+		reason string
+	}{
+		{"patience 3", []CallbackOption{Patience(3)}, []float64{0.5, 0.4, 0.3012, 0.35, 0.36, 0.37, 0.2},
+			5, "early stopping: val_loss did not improve for 3 epochs (best 0.3012 at epoch 3)"},
+		{"baseline not beaten", []CallbackOption{Patience(3), Baseline(0.3)}, []float64{0.5, 0.45, 0.44, 0.46},
+			3, "early stopping: val_loss did not beat the baseline 0.3000 in 4 epochs (best 0.4400 at epoch 3)"},
+		{"baseline beaten", []CallbackOption{Patience(2), Baseline(0.3)}, []float64{0.5, 0.25, 0.26, 0.27},
+			3, "early stopping: val_loss did not improve for 2 epochs (best 0.2500 at epoch 2)"},
+		{"min delta", []CallbackOption{Patience(2), MinDelta(0.01)}, []float64{0.5, 0.495, 0.49, 0.485},
+			2, "early stopping: val_loss did not improve by more than 0.01 for 2 epochs (best 0.5000 at epoch 1)"},
+		{"patience 0", []CallbackOption{Patience(0)}, []float64{0.5, 0.6},
+			1, "early stopping: val_loss did not improve for 1 epoch (best 0.5000 at epoch 1)"},
+		{"start from epoch", []CallbackOption{Patience(2), StartFromEpoch(2)}, []float64{0.1, 0.2, 0.5, 0.6, 0.7},
+			4, "early stopping: val_loss did not improve for 2 epochs (best 0.5000 at epoch 3)"},
+		{"mode max", []CallbackOption{Patience(1), Monitor("val_accuracy"), Mode("max")}, []float64{0.8, 0.9, 0.85},
+			2, "early stopping: val_accuracy did not improve for 1 epoch (best 0.9000 at epoch 2)"},
+		{"never a number", []CallbackOption{Patience(1)}, []float64{nan, nan, nan},
+			1, "early stopping: val_loss did not improve for 2 epochs (it was nan every time)"},
+		{"improving", []CallbackOption{Patience(1)}, []float64{0.5, 0.4, 0.3}, -1, ""},
+	} {
+		m := &Model{}
+		es := EarlyStopping(c.opts...)
+		if err := es.OnTrainBegin(m); err != nil {
+			t.Fatal(err)
+		}
+		monitor := "val_loss"
+		if c.name == "mode max" {
+			monitor = "val_accuracy"
+		}
+		stopped := -1
+		for epoch, v := range c.values {
+			if err := es.OnEpochEnd(m, epoch, Logs{monitor: v}); err != nil {
+				t.Fatal(err)
+			}
+			if m.stop {
+				stopped = epoch
+				break
+			}
+		}
+		if stopped != c.stop || m.stopReason != c.reason {
+			t.Errorf("%s: stopped at epoch %d with %q, want %d with %q", c.name, stopped, m.stopReason, c.stop, c.reason)
+		}
+	}
+}

@@ -102,7 +102,7 @@ func (m *Model) Compile(opt Optimizer, loss Loss, opts ...CompileOption) error {
 	}
 	target, err := loss.targetShape(m.outputs[0].shape)
 	if err != nil {
-		return fmt.Errorf("nn: Compile %q: %w", m.name, err)
+		return nestf(err, "Compile %q", m.name)
 	}
 	if s.dev != nil {
 		if err := m.SetDevice(s.dev); err != nil {
@@ -209,7 +209,7 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 	y := g.Input("y", tile.Float32, batchShape(b, m.comp.target))
 	loss := m.comp.loss.value(g, y, pred, c.logits[pred])
 	if err := g.Err(); err != nil {
-		return nil, fmt.Errorf("nn: loss %s: %w", m.comp.loss.Name(), err)
+		return nil, nestf(err, "loss %s", m.comp.loss.Name())
 	}
 	prefix := "eval"
 	if c.training {
@@ -227,7 +227,7 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 		}
 		grads, err := grad.Grad(g, loss, vs...)
 		if err != nil {
-			return nil, fmt.Errorf("nn: differentiating the loss of %q: %w", m.name, err)
+			return nil, nestf(err, "differentiating the loss of %q", m.name)
 		}
 		m.buildUpdate(c, m.comp.opt, iter, ws, grads)
 		for _, u := range c.updates {
@@ -241,7 +241,7 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 	for _, mt := range m.comp.metrics {
 		v := mt.perSample(g, m.comp.loss, y, pred)
 		if err := g.Err(); err != nil {
-			return nil, fmt.Errorf("nn: metric %s: %w", mt.Name(), err)
+			return nil, nestf(err, "metric %s", mt.Name())
 		}
 		totals = append(totals, sumAll(g, v))
 	}
@@ -251,7 +251,7 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 	}
 	g.SetOutput("loss", loss)
 	if err := g.Err(); err != nil {
-		return nil, fmt.Errorf("nn: building the %s step of %q: %w", key.kind, m.name, err)
+		return nil, nestf(err, "building the %s step of %q", key.kind, m.name)
 	}
 	return g, nil
 }

@@ -13,9 +13,16 @@
 //     channels-last layouts) from a seed, 0 unless InitWeights says otherwise.
 //   - Compiling. Compile attaches an Optimizer (SGD, Adam, AdamW, RMSprop,
 //     optionally with a learning-rate Schedule), a Loss and Metrics, and
-//     chooses the Device.
+//     chooses the Device with OnDevice. A device comes from device.Select
+//     (its argument, such as a --device flag's value, then $TARTAN_DEVICE,
+//     then the device `tartan setup` saved, then the best one available),
+//     from device.Open for a known id, or from a backend's constructor such
+//     as cpu.New().
 //   - Running. Fit, Evaluate and Predict turn the model into tile graphs and
-//     compile each once per distinct batch size. A training step is one
+//     compile each once per distinct batch size, all of them before the
+//     first step, saying so unless Verbose(0) ("Compiling the training step
+//     for cpu… done in 1.2 s"); they then print Keras's progress bar (see
+//     Verbose), cut to the terminal's width. A training step is one
 //     executable: the forward pass, the loss, its gradient (grad.Grad) with
 //     respect to every trainable weight, the optimizer's update of weights
 //     and slots, the metric accumulators (loss × samples, correct samples,
@@ -47,7 +54,13 @@
 // Errors are returned, never panicked: a constructor given bad arguments
 // returns a layer, optimizer or callback that carries the error, and the
 // model constructor, Compile or Fit that receives it reports it, naming the
-// layer or option at fault.
+// layer or option at fault. The package's errors say "nn: " once, however
+// deep their causes: a Sequential model, for one, names a layer's error by
+// position, class and name,
+//
+//	nn: Sequential "m": layer 1 of 3 (Conv2D "conv2d"): filters 0 must be positive
+//
+// and the error unwraps to its cause.
 //
 // The showcase model of the command line, FashionCNN, lives here so that
 // tests and the tartan command share it.

@@ -29,6 +29,7 @@ type fitSettings struct {
 	verbose      int
 	out          io.Writer
 	resume       *Checkpoint
+	now          func() time.Time // the clock of the printed times
 }
 
 type fitOption struct {
@@ -81,13 +82,27 @@ func Callbacks(cbs ...Callback) FitOption {
 	return fitOption{"callbacks", func(s *fitSettings) { s.callbacks = append(s.callbacks, cbs...) }}
 }
 
-// Verbose sets what Fit and Evaluate print: 0 nothing, 1 (the default) a
-// progress bar redrawn in place on a terminal and one line per epoch
-// elsewhere, 2 one line per epoch.
+// Verbose sets what Fit, Evaluate and Predict print, as Keras's verbose
+// does: 0 nothing; 1 (the default) a progress bar, redrawn in place on a
+// terminal and printed once finished elsewhere:
+//
+//	Epoch 3/10
+//	938/938 ━━━━━━━━━━━━━━━━━━━━ 4s 4ms/step - accuracy: 0.8870 - loss: 0.3100 - val_accuracy: 0.8702 - val_loss: 0.3580
+//
+// 2 one line per epoch without the bar's graphic, for logs:
+//
+//	Epoch 3/10
+//	938/938 - 4s - 4ms/step - accuracy: 0.8870 - loss: 0.3100 - val_accuracy: 0.8702 - val_loss: 0.3580
+//
+// With 1 or 2, a run that must first compile a step says so, and how long
+// it took:
+//
+//	Compiling the training and evaluation steps for cpu… done in 1.2 s
 func Verbose(v int) FitOption { return fitOption{"verbose", func(s *fitSettings) { s.verbose = v }} }
 
-// Progress sets where the progress bar and warnings go (standard output by
-// default).
+// Progress sets where the progress bar, the compiling line and warnings go
+// (standard output by default). On a terminal the bar is redrawn in place
+// and cut to its width.
 func Progress(w io.Writer) FitOption {
 	return fitOption{"progress", func(s *fitSettings) { s.out = w }}
 }
@@ -99,10 +114,17 @@ func Resume(ck *Checkpoint) FitOption {
 	return fitOption{"resume", func(s *fitSettings) { s.resume = ck }}
 }
 
+// clock makes Fit, Evaluate and Predict read the times they print from
+// a function other than time.Now, so that tests see fixed times. Every
+// kind of run accepts it.
+type clock func() time.Time
+
+func (c clock) applyFit(s *fitSettings) { s.now = c }
+
 // newFitSettings applies opts over Keras's defaults and checks that each is
 // one that what accepts.
 func newFitSettings(what string, allowed []string, opts []FitOption) (*fitSettings, error) {
-	s := &fitSettings{batch: 32, epochs: 1, shuffle: true, verbose: 1, out: os.Stdout}
+	s := &fitSettings{batch: 32, epochs: 1, shuffle: true, verbose: 1, out: os.Stdout, now: time.Now}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("nn: %s: nil option", what)
@@ -132,7 +154,11 @@ func newFitSettings(what string, allowed []string, opts []FitOption) (*fitSettin
 // Before anything runs, the data is checked against the model: the input
 // shape, the target shape the loss needs, and, for class labels, that every
 // label is a whole number within the model's classes. A failure returns an
-// error and changes nothing.
+// error and changes nothing. A target shape that does not suit the loss
+// gets a hint when the cause looks plain: one-hot targets given to
+// SparseCategoricalCrossentropy, class indices to CategoricalCrossentropy,
+// or a Dense layer applied to samples of several axes without a Flatten
+// before it.
 func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	s, err := newFitSettings("Fit", nil, opts)
 	if err != nil {
@@ -212,7 +238,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 			keys = append(keys, progKey{evalProg, b})
 		}
 	}
-	if err := m.programs(keys...); err != nil {
+	if err := m.prepare(s.out, s.verbose, s.now, keys...); err != nil {
 		return nil, err
 	}
 
@@ -244,7 +270,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 		if s.verbose > 0 {
 			fmt.Fprintf(s.out, "Epoch %d/%d\n", epoch+1, s.epochs)
 		}
-		bar := newProgressBar(s.out, s.verbose, steps)
+		bar := newProgressBar(s.out, s.verbose, steps, s.now)
 		m.bar = bar
 		if err := m.resetAccumulators("train"); err != nil {
 			return hist, err
@@ -258,7 +284,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 			t := time.Now()
 			b := pf.next()
 			if b.err != nil {
-				return hist, fmt.Errorf("nn: Fit: reading training batch %d: %w", step, b.err)
+				return hist, nestf(b.err, "Fit: reading training batch %d", step)
 			}
 			times.since(&times.read, t)
 			times.steps++
@@ -268,7 +294,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 				return hist, err
 			}
 			if err := m.st.run(p, map[string]any{"x": b.x[:nb*in], "y": b.y[:nb*tgt]}); err != nil {
-				return hist, fmt.Errorf("nn: Fit: epoch %d, step %d: %w", epoch+1, step+1, err)
+				return hist, nestf(err, "Fit: epoch %d, step %d", epoch+1, step+1)
 			}
 			pf.release(b)
 			if watch && step+1 < steps && bar.due() {
@@ -416,7 +442,10 @@ func (m *Model) checkSamples(what string, s Samples, targets bool) error {
 		return fmt.Errorf("nn: the %s samples have no targets", what)
 	}
 	if err := checkTargetShape(m.comp.loss, m.comp.target, ts); err != nil {
-		return fmt.Errorf("nn: %s samples: %w", what, err)
+		if hint := m.targetHint(s, ts); hint != "" {
+			err = textError{err.Error() + hint, err}
+		}
+		return nestf(err, "%s samples", what)
 	}
 	classes := m.comp.loss.classes(m.outputs[0].shape)
 	if classes == 0 {
@@ -433,7 +462,7 @@ func (m *Model) checkSamples(what string, s Samples, targets bool) error {
 			idx = append(idx, i)
 		}
 		if err := s.Read(idx, nil, y[:len(idx)*per]); err != nil {
-			return fmt.Errorf("nn: reading %s labels: %w", what, err)
+			return nestf(err, "reading %s labels", what)
 		}
 		for k, v := range y[:len(idx)*per] {
 			if v != float32(math.Trunc(float64(v))) || v < 0 || int(v) >= classes {
@@ -465,10 +494,10 @@ func (m *Model) Evaluate(s Samples, opts ...FitOption) (Logs, error) {
 	for _, b := range batchSizes(s.Len(), set.batch) {
 		keys = append(keys, progKey{evalProg, b})
 	}
-	if err := m.programs(keys...); err != nil {
+	if err := m.prepare(set.out, set.verbose, set.now, keys...); err != nil {
 		return nil, err
 	}
-	bar := newProgressBar(set.out, set.verbose, (s.Len()+set.batch-1)/set.batch)
+	bar := newProgressBar(set.out, set.verbose, (s.Len()+set.batch-1)/set.batch, set.now)
 	logs, err := m.evaluate(s, set.batch, "", bar)
 	if err != nil {
 		return nil, err
@@ -501,14 +530,14 @@ func (m *Model) evaluate(s Samples, batch int, namePrefix string, bar *progressB
 		}
 		nb := len(idx)
 		if err := s.Read(idx, x[:nb*in], y[:nb*tgt]); err != nil {
-			return nil, fmt.Errorf("nn: reading evaluation batch %d: %w", step, err)
+			return nil, nestf(err, "reading evaluation batch %d", step)
 		}
 		p, err := m.program(progKey{evalProg, nb})
 		if err != nil {
 			return nil, err
 		}
 		if err := m.st.run(p, map[string]any{"x": x[:nb*in], "y": y[:nb*tgt]}); err != nil {
-			return nil, fmt.Errorf("nn: evaluating batch %d: %w", step+1, err)
+			return nil, nestf(err, "evaluating batch %d", step+1)
 		}
 		if bar != nil && bar.live && step+1 < steps && bar.due() {
 			logs, err := m.readLogs("eval", namePrefix)
@@ -547,11 +576,18 @@ func (m *Model) Predict(s Samples, opts ...FitOption) (*Array, error) {
 	if err := checkBatchBuffers("Predict", n, 1, per, 0); err != nil {
 		return nil, fmt.Errorf("%w (for the predictions of all %d samples)", err, n)
 	}
+	var keys []progKey
+	for _, b := range batchSizes(n, set.batch) {
+		keys = append(keys, progKey{predictProg, b})
+	}
+	if err := m.prepare(set.out, set.verbose, set.now, keys...); err != nil {
+		return nil, err
+	}
 	res := &Array{Shape: append([]int{n}, outShape...), Data: make([]float32, n*per)}
 	x := make([]float32, set.batch*in)
 	idx := make([]int, 0, set.batch)
 	steps := (n + set.batch - 1) / set.batch
-	bar := newProgressBar(set.out, set.verbose, steps)
+	bar := newProgressBar(set.out, set.verbose, steps, set.now)
 	for step := 0; step < steps; step++ {
 		idx = idx[:0]
 		for i := step * set.batch; i < min((step+1)*set.batch, n); i++ {
@@ -559,18 +595,18 @@ func (m *Model) Predict(s Samples, opts ...FitOption) (*Array, error) {
 		}
 		nb := len(idx)
 		if err := s.Read(idx, x[:nb*in], nil); err != nil {
-			return nil, fmt.Errorf("nn: Predict: reading batch %d: %w", step, err)
+			return nil, nestf(err, "Predict: reading batch %d", step)
 		}
 		p, err := m.program(progKey{predictProg, nb})
 		if err != nil {
 			return nil, err
 		}
 		if err := m.st.run(p, map[string]any{"x": x[:nb*in]}); err != nil {
-			return nil, fmt.Errorf("nn: Predict: batch %d: %w", step+1, err)
+			return nil, nestf(err, "Predict: batch %d", step+1)
 		}
 		lo := step * set.batch * per
 		if err := p.exe.ReadOutput("pred", res.Data[lo:lo+nb*per]); err != nil {
-			return nil, fmt.Errorf("nn: Predict: reading batch %d: %w", step+1, err)
+			return nil, nestf(err, "Predict: reading the outputs of batch %d", step+1)
 		}
 		if bar.live && bar.due() && step+1 < steps {
 			bar.update(step+1, nil)

@@ -286,7 +286,8 @@ func TestFitRejectsBadData(t *testing.T) {
 }
 
 // TestProgressOutput checks the lines Fit prints where the output is not a
-// terminal: one header and one finished bar per epoch, in Keras's format.
+// terminal, on the real clock: the compiling line, then one header and one
+// finished bar per epoch, in Keras's format.
 func TestProgressOutput(t *testing.T) {
 	x, y := classification(40, 1)
 	m := classifier(t, 1, 0)
@@ -295,10 +296,11 @@ func TestProgressOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != 4 || lines[0] != "Epoch 1/2" || lines[2] != "Epoch 2/2" {
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "Compiling the training and evaluation steps for reference… done in ") ||
+		!strings.HasSuffix(lines[0], " s") || lines[1] != "Epoch 1/2" || lines[3] != "Epoch 2/2" {
 		t.Fatalf("output:\n%s", out.String())
 	}
-	for _, l := range []string{lines[1], lines[3]} {
+	for _, l := range []string{lines[2], lines[4]} {
 		if !strings.HasPrefix(l, "2/2 ━━━━━━━━━━━━━━━━━━━━ ") || strings.Contains(l, "\r") || strings.Contains(l, "\x1b") {
 			t.Errorf("bar line %q", l)
 		}

@@ -108,7 +108,7 @@ func Apply(l Layer, in ...*Node) *Node {
 	b := l.base()
 	what := layerDesc(l)
 	if b.err != nil {
-		n.err = b.err
+		n.err = argumentError(l, b.err)
 		return n
 	}
 	if _, ok := l.(*inputLayer); ok {
@@ -144,7 +144,7 @@ func Apply(l Layer, in ...*Node) *Node {
 		err = checkLayerSizes(b, out)
 	}
 	if err != nil {
-		n.err = fmt.Errorf("nn: %s on input %s: %v", what, fmtShapes(shapes), err)
+		n.err = &layerError{layer: l, input: cloneShapes(shapes), err: err}
 		b.weights = nil
 		return n
 	}
@@ -156,6 +156,15 @@ func Apply(l Layer, in ...*Node) *Node {
 	b.outShape = out.Clone()
 	n.shape = out
 	return n
+}
+
+// cloneShapes returns a deep copy of ss.
+func cloneShapes(ss []tile.Shape) []tile.Shape {
+	out := make([]tile.Shape, len(ss))
+	for i, s := range ss {
+		out[i] = s.Clone()
+	}
+	return out
 }
 
 // layerDesc names a layer for error messages: "conv2d (Conv2D)", or just the

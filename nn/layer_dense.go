@@ -48,7 +48,11 @@ type denseConfig struct {
 // Dense returns a densely connected layer of the given number of units. It
 // accepts the options Activation, UseBias, KernelInitializer and
 // BiasInitializer. Its kernel is (in, units), glorot-uniform by default; its
-// bias is (units), zeros by default.
+// bias is (units), zeros by default. As in Keras, it applies to the last
+// axis of its input: on samples of shape (28, 28, 1) it gives (28, 28,
+// units), one output per pixel; a Flatten layer before it makes one output
+// per sample (Fit and Evaluate say so when targets do not suit such an
+// output).
 func Dense(units int, opts ...LayerOption) Layer {
 	s, err := newSettings("Dense", []string{"activation", "use_bias", "kernel_initializer", "bias_initializer"}, opts)
 	return newDense(denseConfig{layerCommon: common(s), Units: units, Activation: s.activation, UseBias: s.useBias,

@@ -127,7 +127,7 @@ func TestBuildErrors(t *testing.T) {
 		layer Layer
 		want  string
 	}{
-		{"padding on dense", []int{3}, Dense(2, Padding("same")), "Dense: option Padding does not apply"},
+		{"padding on dense", []int{3}, Dense(2, Padding("same")), `(Dense "dense"): option Padding does not apply`},
 		{"bad padding", []int{5, 5, 1}, Conv2D(2, 2, Padding("full")), `padding "full"`},
 		{"negative units", []int{3}, Dense(-1), "units -1"},
 		{"unknown activation", []int{3}, Dense(2, Activation("swoosh")), `unknown activation "swoosh"`},

@@ -62,7 +62,7 @@ func assemble(name, class string, inputs, outputs []*Node) (*Model, error) {
 			return nil, fmt.Errorf("nn: %s %q: input %d is nil", class, name, i)
 		}
 		if n.err != nil {
-			return nil, n.err
+			return nil, nestf(n.err, "%s %q", class, name)
 		}
 		if _, ok := n.layer.(*inputLayer); !ok {
 			return nil, fmt.Errorf("nn: %s %q: input %d comes from layer %s, not from Input", class, name, i, layerDesc(n.layer))
@@ -73,7 +73,7 @@ func assemble(name, class string, inputs, outputs []*Node) (*Model, error) {
 			return nil, fmt.Errorf("nn: %s %q: output %d is nil", class, name, i)
 		}
 		if n.err != nil {
-			return nil, n.err
+			return nil, nestf(n.err, "%s %q", class, name)
 		}
 	}
 	m := &Model{name: name, class: class, inputs: inputs, outputs: outputs, progs: map[progKey]*program{}}
@@ -152,9 +152,28 @@ func (m *Model) nameLayers() error {
 			used[n] = l
 		}
 	}
+	for l, n := range plannedNames(m.layers) {
+		l.base().name = n
+	}
+	return nil
+}
+
+// plannedNames returns the name each of layers has or gets when a model
+// holds them in this order: its own, or Keras's automatic one (the
+// snake-case class name, then _1, _2, … skipping names taken). Nil layers
+// are skipped.
+func plannedNames(layers []Layer) map[Layer]string {
+	names := map[Layer]string{}
+	used := map[string]bool{}
+	for _, l := range layers {
+		if l != nil && l.Name() != "" {
+			names[l] = l.Name()
+			used[l.Name()] = true
+		}
+	}
 	counts := map[string]int{}
-	for _, l := range m.layers {
-		if l.Name() != "" {
+	for _, l := range layers {
+		if l == nil || names[l] != "" {
 			continue
 		}
 		base := snakeCase(l.ClassName())
@@ -168,14 +187,14 @@ func (m *Model) nameLayers() error {
 			if k > 0 {
 				cand = fmt.Sprintf("%s_%d", base, k)
 			}
-			if used[cand] == nil {
-				l.base().name = cand
-				used[cand] = l
+			if !used[cand] {
+				names[l] = cand
+				used[cand] = true
 				break
 			}
 		}
 	}
-	return nil
+	return names
 }
 
 // Name returns the model's name.
@@ -338,7 +357,7 @@ func (m *Model) forward(c *callContext, xs []*tile.Tensor) ([]*tile.Tensor, erro
 		}
 		vals[n] = n.layer.call(c, args)
 		if err := c.g.Err(); err != nil {
-			return nil, fmt.Errorf("nn: layer %s: %w", layerDesc(n.layer), err)
+			return nil, nestf(err, "layer %s", layerDesc(n.layer))
 		}
 	}
 	outs := make([]*tile.Tensor, len(m.outputs))

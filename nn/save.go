@@ -27,6 +27,9 @@ import (
 //     number of epochs completed ("epoch") and the history so far (JSON);
 //     format "tartan.checkpoint".
 //
+// A model or checkpoint whose outputs are named (Model.SetLabels) also
+// carries the names in its metadata, as a JSON list under "labels".
+//
 // Every file is written atomically (a temporary file in the same directory,
 // synced, then renamed), and every load checks the whole file before it
 // changes anything: a truncated file, one from another architecture or with
@@ -226,11 +229,84 @@ func (m *Model) modelContents() ([]SafeTensor, map[string]string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return ts, map[string]string{"format": modelFormat, "version": fileVersion, "architecture": string(arch)}, nil
+	meta := map[string]string{"format": modelFormat, "version": fileVersion, "architecture": string(arch)}
+	if err := m.putLabels(meta); err != nil {
+		return nil, nil, err
+	}
+	return ts, meta, nil
+}
+
+// labelsKey is the metadata key of the output names.
+const labelsKey = "labels"
+
+// SetLabels names the model's outputs, one name per output value (such as
+// a data set's class names, by label); nil removes the names. Save and
+// SaveCheckpoint keep them in the file and Load restores them, so that a
+// program loading the model can say what it predicts. The model must have
+// one output, and names must count its values (the product of
+// OutputShape).
+func (m *Model) SetLabels(names []string) error {
+	if names == nil {
+		m.st.labels = nil
+		return nil
+	}
+	if err := m.checkLabels(names); err != nil {
+		return fmt.Errorf("nn: SetLabels: %w", err)
+	}
+	m.st.labels = slices.Clone(names)
+	return nil
+}
+
+// Labels returns the names of the model's outputs given to SetLabels or
+// read by Load, or nil when it has none.
+func (m *Model) Labels() []string { return slices.Clone(m.st.labels) }
+
+// checkLabels checks that names fit the model's outputs.
+func (m *Model) checkLabels(names []string) error {
+	if len(m.outputs) != 1 {
+		return fmt.Errorf("model %q has %d outputs; labels name the values of a single one", m.name, len(m.outputs))
+	}
+	if n := m.outputs[0].shape.Size(); len(names) != n {
+		return fmt.Errorf("%d labels for the %d values of model %q's output %v", len(names), n, m.name, m.outputs[0].shape)
+	}
+	return nil
+}
+
+// putLabels adds the model's labels, if any, to file metadata.
+func (m *Model) putLabels(meta map[string]string) error {
+	if m.st.labels == nil {
+		return nil
+	}
+	b, err := json.Marshal(m.st.labels)
+	if err != nil {
+		return err
+	}
+	meta[labelsKey] = string(b)
+	return nil
+}
+
+// loadLabels sets the model's labels from file metadata read from path.
+func (m *Model) loadLabels(path string, meta map[string]string) error {
+	js, ok := meta[labelsKey]
+	if !ok {
+		return nil
+	}
+	var names []string
+	if err := json.Unmarshal([]byte(js), &names); err != nil {
+		return fmt.Errorf("nn: %s: bad %q metadata (a JSON list of strings): %v", path, labelsKey, err)
+	}
+	if names == nil {
+		names = []string{}
+	}
+	if err := m.checkLabels(names); err != nil {
+		return fmt.Errorf("nn: %s: %q metadata: %w", path, labelsKey, err)
+	}
+	m.st.labels = names
+	return nil
 }
 
 // Load reads a model written by Save (or a checkpoint): it rebuilds the
-// architecture and sets the weights. The model has no device and is not
+// architecture and sets the weights and the labels (SetLabels). The model has no device and is not
 // compiled. The architecture's weights are checked against the file's
 // tensors before any of them is allocated, so a small file cannot declare
 // a model larger than itself.
@@ -252,6 +328,9 @@ func loadModel(path string, ts []SafeTensor, meta map[string]string) (*Model, er
 		return nil, fmt.Errorf("nn: %s: %w", path, err)
 	}
 	if err := m.setWeightTensors(path, ts); err != nil {
+		return nil, err
+	}
+	if err := m.loadLabels(path, meta); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -343,6 +422,9 @@ func (m *Model) checkpointContents(epochs int, hist *History) ([]SafeTensor, map
 		"epoch":        strconv.Itoa(epochs),
 		"seed":         strconv.FormatInt(m.seed, 10),
 		"history":      string(histJSON),
+	}
+	if err := m.putLabels(meta); err != nil {
+		return nil, nil, err
 	}
 	return ts, meta, nil
 }

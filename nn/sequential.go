@@ -24,7 +24,7 @@ func sequential(name string, input *Node, layers []Layer) (*Model, error) {
 		return nil, fmt.Errorf("nn: Sequential %q: nil input; start with nn.Input(shape...)", name)
 	}
 	if input.err != nil {
-		return nil, fmt.Errorf("nn: Sequential %q: %w", name, input.err)
+		return nil, nestf(input.err, "Sequential %q", name)
 	}
 	if _, ok := input.layer.(*inputLayer); !ok {
 		return nil, fmt.Errorf("nn: Sequential %q: the first argument must come from nn.Input, not from layer %s", name, layerDesc(input.layer))
@@ -42,7 +42,13 @@ func sequential(name string, input *Node, layers []Layer) (*Model, error) {
 		}
 		x = Apply(l, x)
 		if x.err != nil {
-			return nil, fmt.Errorf("nn: Sequential %q: layer %d of %d: %w", name, i+1, len(layers), x.err)
+			position := fmt.Sprintf("layer %d of %d", i+1, len(layers))
+			if le, ok := x.err.(*layerError); ok && le.layer == l {
+				// Name the layer as the model would have named it.
+				names := plannedNames(append([]Layer{input.layer}, layers...))
+				return nil, nestf(textError{le.at(position, names[l]), le}, "Sequential %q", name)
+			}
+			return nil, nestf(x.err, "Sequential %q: %s (%s)", name, position, l.ClassName())
 		}
 	}
 	return assemble(name, "Sequential", []*Node{input}, []*Node{x})

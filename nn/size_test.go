@@ -33,11 +33,11 @@ func TestBuildHugeModels(t *testing.T) {
 		{"weights over memory", func() (*Model, error) { return Sequential("big", Input(65536), Dense(1<<20)) },
 			`nn: Sequential "big": the weights need 274882101248 bytes (68720525312 parameters of 4 bytes), more than the 17179869184 bytes of memory this machine has; the largest weight is dense/kernel of shape [65536, 1048576] (274877906944 bytes)`},
 		{"kernel size overflows", func() (*Model, error) { return Sequential("big", Input(3037000500), Dense(3037000500)) },
-			`nn: Sequential "big": layer 1 of 1: nn: Dense on input (None, 3037000500): weight kernel: shape [3037000500, 3037000500] has more than 9223372036854775807 elements (the count overflows)`},
+			`nn: Sequential "big": layer 1 of 1 (Dense "dense") on input (None, 3037000500): weight kernel: shape [3037000500, 3037000500] has more than 9223372036854775807 elements (the count overflows)`},
 		{"sample bytes overflow", func() (*Model, error) { return Sequential("big", Input(1<<31, 1<<31), Flatten(), Dense(4)) },
-			`nn: Sequential "big": nn: Input: a sample of shape (2147483648, 2147483648) is too large: shape [2147483648, 2147483648] of f32 holds 4611686018427387904 elements, more than 9223372036854775807 bytes (the count overflows)`},
+			`nn: Sequential "big": Input: a sample of shape (2147483648, 2147483648) is too large: shape [2147483648, 2147483648] of f32 holds 4611686018427387904 elements, more than 9223372036854775807 bytes (the count overflows)`},
 		{"kernel over the tensor limit", func() (*Model, error) { return Sequential("big", Input(1<<26), Dense(1<<23)) },
-			`nn: Sequential "big": layer 1 of 1: nn: Dense on input (None, 67108864): weight kernel: shape [67108864, 8388608] of f32 holds 562949953421312 elements (2251799813685248 bytes), over the limit of 1125899906842624 bytes for one tensor`},
+			`nn: Sequential "big": layer 1 of 1 (Dense "dense") on input (None, 67108864): weight kernel: shape [67108864, 8388608] of f32 holds 562949953421312 elements (2251799813685248 bytes), over the limit of 1125899906842624 bytes for one tensor`},
 		{"dilation overflows", func() (*Model, error) {
 			return Sequential("conv", Input(8, 2), Conv1D(2, 3, DilationRate(math.MaxInt/2+1)))
 		}, `the window of 3 with dilation 4611686018427387904 spans more than 9223372036854775807`},

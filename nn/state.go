@@ -25,6 +25,9 @@ type store struct {
 	vars  map[string]*hostVar
 	clock int
 	times hostTimes // where Fit's host time goes, under TARTAN_DEBUG=timing
+	// labels name the model's outputs (Model.SetLabels); they live with
+	// the variables because Save and Load carry them alongside.
+	labels []string
 }
 
 // hostVar is one variable: its host copy and where its latest version is.

@@ -57,3 +57,42 @@ func ExampleParseContraction() {
 	// [1, 2, 2, 3] <nil>
 	// false tile: parse: 1:17: the product (i) * (j) is not affine: one side must be a constant
 }
+
+// The builder API: a dense layer y = relu(x·W + b) built from Go calls.
+// Broadcasting the bias inserts an explicit Broadcast node; the first error,
+// if any, is kept on the graph, so one check at the end suffices.
+func ExampleGraph_Contract() {
+	i, j, k := tile.Ix("i"), tile.Ix("j"), tile.Ix("k")
+	g := tile.NewGraph("dense")
+	x := g.Input("x", tile.Float32, tile.Shape{4, 3})
+	w := g.Variable("w", tile.Float32, tile.Shape{3, 2})
+	b := g.Variable("b", tile.Float32, tile.Shape{2})
+	xw := g.Contract(tile.Sum, tile.CombMul, tile.Shape{4, 2}, []tile.Affine{i, j},
+		[]tile.Operand{{Tensor: x, Index: []tile.Affine{i, k}}, {Tensor: w, Index: []tile.Affine{k, j}}})
+	y := g.Maximum(g.Add(xw, b), g.ScalarLike(xw, 0))
+	g.SetOutput("y", y)
+	if err := g.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(y.Shape(), y.DType())
+	fmt.Print(tile.Print(g))
+
+	// A mistake is reported with the op and the shapes.
+	g.Add(x, w)
+	fmt.Println(g.Err())
+	// Output:
+	// [4, 2] f32
+	// graph dense
+	// input x: f32[4, 3]
+	// variable w: f32[3, 2]
+	// variable b: f32[2]
+	// t3[i, j : 4, 2] = +(x[i, k] * w[k, j])
+	// t4 = broadcast(b, [4, 2])
+	// t5 = add(t3, t4)
+	// t6 = constant f32[] 0
+	// t7 = broadcast(t6, [4, 2])
+	// t8 = max(t5, t7)
+	// output y = t8
+	// tile: add: shapes f32[4, 3], f32[3, 2] do not broadcast
+}

@@ -27,6 +27,13 @@ func contractionCases() []Case {
 			c := b.Input("c", f32, tile.Shape{3, 6, 4}, nil)
 			b.Output("y", parse(b, "O[n, i, j : 3, 5, 4] = +(A[n, i, k] * B[n, k, j])", map[string]*tile.Tensor{"A": a, "B": c}))
 		}},
+		{Name: "contract/interleaved", Grad: true, Build: func(b *Builder) {
+			// Attention's products: the heads are a batch loop between the
+			// rows and the columns of the output.
+			p := b.Input("p", f32, tile.Shape{2, 3, 5, 6}, nil)
+			v := b.Input("v", f32, tile.Shape{2, 6, 3, 4}, nil)
+			b.Output("y", parse(b, "O[n, i, h, d : 2, 5, 3, 4] = +(P[n, h, i, j] * V[n, j, h, d])", map[string]*tile.Tensor{"P": p, "V": v}))
+		}},
 		{Name: "contract/long_sum", Grad: true, Build: func(b *Builder) {
 			// A long reduction into few outputs, as in a weight gradient.
 			a := b.Input("a", f32, tile.Shape{1500, 3}, nil)

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/tartanml/tartan/backend/cpu/gemm"
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
@@ -43,9 +45,13 @@ type gemmKernel struct {
 	nr     int
 	nc     int
 	nk     int
-	rowOp  *gemmOperand
-	colOp  *gemmOperand
-	epi    *epilogueRunner
+	// C[b][r][c] is the output element at the batch point's offset (the
+	// batch loops' values times their outStride) + r·ldc + c.
+	ldc       int
+	outStride []int
+	rowOp     *gemmOperand
+	colOp     *gemmOperand
+	epi       *epilogueRunner
 	// scratchC holds C when the output buffer is not float32.
 	scratchC []float32
 	needEpi  bool
@@ -111,32 +117,6 @@ type gemmOperand struct {
 	affine  *affinePacker
 }
 
-func varsOf(x *kir.Ix, set map[int]bool) {
-	if x == nil {
-		return
-	}
-	switch x.Op {
-	case kir.IxVar:
-		set[x.Var] = true
-	case kir.IxAdd:
-		varsOf(x.A, set)
-		varsOf(x.B, set)
-	case kir.IxMul, kir.IxFloorDiv, kir.IxMod:
-		varsOf(x.A, set)
-	case kir.IxValue:
-		exprVars(x.E, set)
-	}
-}
-
-func exprVars(e *kir.Expr, set map[int]bool) {
-	for _, x := range e.Index {
-		varsOf(x, set)
-	}
-	for _, a := range e.Args {
-		exprVars(a, set)
-	}
-}
-
 func subset(set map[int]bool, groups ...[]int) bool {
 	allowed := map[int]bool{}
 	for _, g := range groups {
@@ -195,26 +175,50 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 	if !sameVars(redVars, v.K) {
 		return nil, false
 	}
+	// C is the output in place. Output loops ordered batch, rows, cols
+	// make it a stack of dense matrices; otherwise (attention's heads
+	// between its rows and columns) the group whose combined index has
+	// stride 1 in the output gives the columns, the other the rows
+	// (stride ldc), and each batch loop its own stride.
+	outStride := make([]int, len(g.ext))
+	for i, st := nout-1, 1; i >= 0; i-- {
+		outStride[i] = st
+		st *= g.ext[i]
+	}
+	g.outStride = outStride
 	rowLoad, colLoad := v.A, v.B
-	switch {
+	switch mStride, mOK := groupStride(outStride, v.M, g.ext); {
 	case sameVars(outVars, v.Batch, v.M, v.N):
 		g.rowVar, g.colVar = v.M, v.N
 	case sameVars(outVars, v.Batch, v.N, v.M):
 		g.rowVar, g.colVar = v.N, v.M
 		rowLoad, colLoad = v.B, v.A
 	default:
-		return nil, false
+		nStride, nOK := groupStride(outStride, v.N, g.ext)
+		all := slices.Concat(v.Batch, v.M, v.N)
+		slices.Sort(all)
+		switch {
+		case !slices.Equal(all, outVars) || !mOK || !nOK:
+			return nil, false
+		case nStride == 1:
+			g.rowVar, g.colVar, g.ldc = v.M, v.N, mStride
+		case mStride == 1:
+			g.rowVar, g.colVar, g.ldc = v.N, v.M, nStride
+			rowLoad, colLoad = v.B, v.A
+		default:
+			return nil, false
+		}
 	}
 	rowSet, colSet := map[int]bool{}, map[int]bool{}
-	exprVars(rowLoad, rowSet)
-	exprVars(colLoad, colSet)
+	kir.ExprVars(rowLoad, rowSet)
+	kir.ExprVars(colLoad, colSet)
 	if !subset(rowSet, g.batch, g.rowVar, g.kVar) || !subset(colSet, g.batch, g.colVar, g.kVar) {
 		return nil, false
 	}
 	var rowConds, colConds []kir.Cond
 	for _, c := range k.Where {
 		set := map[int]bool{}
-		varsOf(c.X, set)
+		kir.IxVars(c.X, set)
 		switch {
 		case subset(set, g.batch, g.rowVar, g.kVar):
 			rowConds = append(rowConds, c)
@@ -232,6 +236,9 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 		return n
 	}
 	g.nb, g.nr, g.nc, g.nk = prod(g.batch), prod(g.rowVar), prod(g.colVar), prod(g.kVar)
+	if g.ldc == 0 || g.nr <= 1 {
+		g.ldc = g.nc // dense rows
+	}
 	g.bvals = make([]int, len(g.batch))
 	s := newSpace(p, k, false, 0)
 	g.rowOp = newGemmOperand(s, p, rowLoad, rowConds, g.rowVar, g.kVar, g.ext, true, r)
@@ -656,7 +663,7 @@ func (g *gemmKernel) run(x *Executable) {
 			g.bvals[i] = rem % e
 			rem /= e
 		}
-		cOff := bi * g.nr * g.nc
+		cOff := g.cOffset()
 		rowTasks := (g.nr + g.epiRows() - 1) / g.epiRows()
 		switch g.mode {
 		case gemmDirect:
@@ -664,7 +671,7 @@ func (g *gemmKernel) run(x *Executable) {
 			a := x.bufs[ro.buf].f32[ro.batchOffset(g.batch, g.bvals):]
 			b := x.bufs[co.buf].f32[co.batchOffset(g.batch, g.bvals):]
 			gemm.SgemmParallel(x.workers(g.workers), ro.trans(), co.trans(), g.nr, g.nc, g.nk,
-				1, a, ro.ld, b, co.ld, 0, c[cOff:], g.nc)
+				1, a, ro.ld, b, co.ld, 0, c[cOff:], g.ldc)
 			if g.needEpi {
 				g.phase = phaseEpilogue
 				x.pool.run(g, rowTasks, g.workers)
@@ -698,11 +705,7 @@ func (g *gemmKernel) runTask(w, t int) {
 	fr := x.frames[w]
 	fr.rows = 1
 	c := g.cTarget(x)
-	bi := 0
-	for i, v := range g.batch {
-		bi = bi*g.ext[v] + g.bvals[i]
-	}
-	cOff := bi * g.nr * g.nc
+	cOff := g.cOffset()
 	switch g.phase {
 	case phaseEpilogue:
 		r0 := t * g.epiRows()
@@ -714,7 +717,7 @@ func (g *gemmKernel) runTask(w, t int) {
 		g.setBatch(fr)
 		a, lda, ta := g.rowBlock(fr, x, r0, r1, -1, 0, 0, fr.pack)
 		b, ldb, tb := g.colBlock(x)
-		gemm.Sgemm(ta, tb, r1-r0, g.nc, g.nk, 1, a, lda, b, ldb, 0, c[cOff+r0*g.nc:], g.nc)
+		gemm.Sgemm(ta, tb, r1-r0, g.nc, g.nk, 1, a, lda, b, ldb, 0, c[cOff+r0*g.ldc:], g.ldc)
 		g.finishRows(fr, c, cOff, r0, r1)
 	case phaseSplit:
 		e := g.ext[g.splitVar]
@@ -745,13 +748,15 @@ func (g *gemmKernel) runTask(w, t int) {
 	case phaseCombine:
 		r0 := t * g.epiRows()
 		r1 := min(g.nr, r0+g.epiRows())
-		dst := c[cOff+r0*g.nc : cOff+r1*g.nc]
 		n := g.nr * g.nc
-		copy(dst, g.partial[r0*g.nc:r1*g.nc])
-		for p := 1; p < g.split; p++ {
-			src := g.partial[p*n+r0*g.nc : p*n+r1*g.nc]
-			for i, v := range src {
-				dst[i] += v
+		for r := r0; r < r1; r++ {
+			dst := c[cOff+r*g.ldc : cOff+r*g.ldc+g.nc]
+			copy(dst, g.partial[r*g.nc:(r+1)*g.nc])
+			for p := 1; p < g.split; p++ {
+				src := g.partial[p*n+r*g.nc : p*n+(r+1)*g.nc]
+				for i, v := range src {
+					dst[i] += v
+				}
 			}
 		}
 		g.finishRows(fr, c, cOff, r0, r1)
@@ -790,5 +795,20 @@ func (g *gemmKernel) finishRows(fr *frame, c []float32, cOff, r0, r1 int) {
 		return
 	}
 	g.epi.bind(fr)
-	g.epi.apply(fr, c, cOff+r0*g.nc, cOff+r1*g.nc)
+	if g.ldc == g.nc {
+		g.epi.apply(fr, c, cOff+r0*g.nc, cOff+r1*g.nc)
+		return
+	}
+	for r := r0; r < r1; r++ {
+		g.epi.apply(fr, c, cOff+r*g.ldc, cOff+r*g.ldc+g.nc)
+	}
+}
+
+// cOffset is the output offset of the current batch point's matrix.
+func (g *gemmKernel) cOffset() int {
+	off := 0
+	for i, v := range g.batch {
+		off += g.bvals[i] * g.outStride[v]
+	}
+	return off
 }

@@ -190,8 +190,8 @@ func planGemv(p *kir.Program, k *kir.Kernel, v *kir.GEMMView, r *regs) (*gemvKer
 		return nil, false
 	}
 	matSet, vecSet := map[int]bool{}, map[int]bool{}
-	exprVars(matLoad, matSet)
-	exprVars(vecLoad, vecSet)
+	kir.ExprVars(matLoad, matSet)
+	kir.ExprVars(vecLoad, vecSet)
 	if !subset(matSet, g.batch, g.pVar, kVar) || !subset(vecSet, g.batch, g.jVar, kVar) {
 		return nil, false
 	}
@@ -268,7 +268,7 @@ func planGemv(p *kir.Program, k *kir.Kernel, v *kir.GEMMView, r *regs) (*gemvKer
 		}
 		f := form(info.aff.coef, info.aff.konst, c.Bound)
 		set := map[int]bool{}
-		varsOf(c.X, set)
+		kir.IxVars(c.X, set)
 		switch {
 		case subset(set, g.batch, g.pVar, kVar):
 			g.mat.addForm(f)

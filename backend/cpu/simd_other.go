@@ -35,3 +35,5 @@ func simdRoute([]float32, []float32, []float32, []float32, float32) int { return
 func simdBoolsToF32([]float32, []bool) int { return 0 }
 
 func simdF32ToBools([]bool, []float32) int { return 0 }
+
+func simdTranscendF(tile.Fn, []float32, []float32) bool { return false }

@@ -78,7 +78,7 @@ func planView(p *kir.Program, k *kir.Kernel, v *kir.GEMMView) (*gemmPlan, string
 	pl := &gemmPlan{view: v}
 	for _, c := range k.Where {
 		vs := map[int]bool{}
-		ixVars(c.X, vs)
+		kir.IxVars(c.X, vs)
 		switch {
 		case usesOnly(vs, allowedA):
 			pl.condA = append(pl.condA, c)
@@ -102,30 +102,20 @@ func planView(p *kir.Program, k *kir.Kernel, v *kir.GEMMView) (*gemmPlan, string
 
 // deriveView maps a kernel that sums a product of two factors onto a matrix
 // product even when the compiler did not (it leaves out kernels with Where
-// conditions, such as padded convolutions and their gradients): output loops
-// read by one factor only are its rows (M for the first factor, N for the
-// second), the others are batch loops, and every reduction loop is in K.
-// planView then checks that each condition belongs to one factor. It
-// returns nil for kernels of another form.
+// conditions, such as padded convolutions and their gradients), grouping
+// its loops with kir.GEMMGroups. planView then checks that each condition
+// belongs to one factor. It returns nil for kernels of another form.
 func deriveView(k *kir.Kernel) *kir.GEMMView {
 	b := k.Body
 	if len(k.Reduce) == 0 || k.Agg != tile.Sum || b == nil || b.Op != kir.Apply || b.Fn != tile.Mul || len(b.Args) != 2 {
 		return nil
 	}
-	va, vb := exprVars(b.Args[0]), exprVars(b.Args[1])
-	v := &kir.GEMMView{A: b.Args[0], B: b.Args[1]}
-	for d := range k.Shape {
-		switch {
-		case va[d] && !vb[d]:
-			v.M = append(v.M, d)
-		case vb[d] && !va[d]:
-			v.N = append(v.N, d)
-		default:
-			v.Batch = append(v.Batch, d)
-		}
-	}
-	for j := range k.Reduce {
-		v.K = append(v.K, len(k.Shape)+j)
+	reads := [2]map[int]bool{exprVars(b.Args[0]), exprVars(b.Args[1])}
+	v, _ := kir.GEMMGroups(k, b.Args[0], b.Args[1], func(f, x int) bool { return reads[f][x] })
+	if v != nil && v.A != b.Args[0] {
+		// The first factor stays A (its loops M), as the templates' tile
+		// shapes were chosen for.
+		v.A, v.B, v.M, v.N = v.B, v.A, v.N, v.M
 	}
 	return v
 }
@@ -133,36 +123,8 @@ func deriveView(k *kir.Kernel) *kir.GEMMView {
 // exprVars returns the loop variables an expression reads.
 func exprVars(e *kir.Expr) map[int]bool {
 	vs := map[int]bool{}
-	var walk func(e *kir.Expr)
-	walk = func(e *kir.Expr) {
-		if e == nil {
-			return
-		}
-		for _, x := range e.Index {
-			ixVars(x, vs)
-		}
-		for _, a := range e.Args {
-			walk(a)
-		}
-	}
-	walk(e)
+	kir.ExprVars(e, vs)
 	return vs
-}
-
-func ixVars(x *kir.Ix, vs map[int]bool) {
-	if x == nil {
-		return
-	}
-	switch x.Op {
-	case kir.IxVar:
-		vs[x.Var] = true
-	case kir.IxValue:
-		for v := range exprVars(x.E) {
-			vs[v] = true
-		}
-	}
-	ixVars(x.A, vs)
-	ixVars(x.B, vs)
 }
 
 // gemmConfig is the tiling of one matrix product: BM×BN output tiles per

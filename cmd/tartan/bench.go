@@ -57,6 +57,9 @@ type stepBench struct {
 // benchCommand measures the host's matrix product against gonum in the same
 // run, each convolution of the showcase CNN forward and backward on the
 // device, and the showcase's whole training step. Figures are medians.
+// Progress goes to stderr, a line per measurement as it starts and ends
+// ("bench: WHAT… 3.2 s"), so that a slow device shows what it is doing;
+// stdout has the figures.
 //
 // With --suite it runs the benchmark suite of package bench instead: one
 // training step (forward, loss, gradients, Adam update, compiled whole) of
@@ -67,7 +70,9 @@ type stepBench struct {
 // --warmup untimed steps and then at most --steps timed ones, stopping once
 // they have taken --max-seconds (at least one is timed); it reports the
 // median ms/step, the compile seconds, the kernel count and the parameter
-// count, and --json writes the report. --threads sets the CPU threads
+// count (on stderr as "bench: [i/n] NAME (KIND, batch B)… FIGURES (S s)"
+// while the suite runs, in the table on stdout at the end), and --json
+// writes the report. --threads sets the CPU threads
 // (GOMAXPROCS). --peer FILE[,FILE…] reads reports of bench/torch_suite.py
 // (several files: the median per entry) and prints Tartan ÷ peer per entry
 // and the geometric mean over the models; --from FILE[,FILE…] takes
@@ -135,8 +140,10 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 	rep := benchReport{Device: dev.Info().ID}
 
 	fmt.Fprintln(stdout, "sgemm on the host (float32, all cores) against gonum's blas32.Gemm, same run:")
-	for _, n := range []int{256, 1024, 2048} {
+	for _, n := range sgemmSizes {
+		end := beginProgress(stderr, "sgemm %d³ on the host, Tartan's then gonum's", n)
 		s := benchSgemm(n, *reps)
+		end("")
 		rep.Sgemm = append(rep.Sgemm, s)
 		fmt.Fprintf(stdout, "  %4d³  %7.1f GFLOP/s   gonum %6.1f GFLOP/s   %.1fx\n", n, s.GFLOPS, s.GonumGFLOPS, s.Ratio)
 	}
@@ -147,24 +154,54 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 		h, w, cin, co int
 		inputGrad     bool
 	}{{"conv2d 28x28x1 -> 64 (dK)", 28, 28, 1, 64, false}, {"conv2d_1 14x14x64 -> 32 (dK, dX)", 14, 14, 64, 32, true}} {
+		end := beginProgress(stderr, "%s on %s, forward and backward", c.name, rep.Device)
 		fwd, bwd, err := benchConv(dev, 64, c.h, c.w, c.cin, c.co, c.inputGrad, *reps)
 		if err != nil {
+			end("failed")
 			return fmt.Errorf("bench %s: %w", c.name, err)
 		}
+		end("")
 		rep.Conv = append(rep.Conv, convBench{Layer: c.name, ForwardMS: fwd, BackwardMS: bwd})
 		fmt.Fprintf(stdout, "  %-34s forward %7.3f ms   backward %7.3f ms\n", c.name, fwd, bwd)
 	}
 
+	end := beginProgress(stderr, "showcase training step on %s (fashion-cnn, batch 64: compile, then %d epochs of %d steps)", rep.Device, 1+*reps, *steps)
 	st, err := benchStep(dev, *steps, *reps)
 	if err != nil {
+		end("failed")
 		return fmt.Errorf("bench training step: %w", err)
 	}
+	end("")
 	rep.Step = st
 	fmt.Fprintf(stdout, "showcase training step (fashion-cnn, Adam, batch 64): %.2f ms/step, compile %.3f s\n", st.MSPerStep, st.CompileSeconds)
 	if *jsonPath != "" {
 		return writeJSON(*jsonPath, rep)
 	}
 	return nil
+}
+
+// sgemmSizes are the sizes of bench's matrix products; tests make them
+// smaller.
+var sgemmSizes = []int{256, 1024, 2048}
+
+// benchClock times the progress lines; tests replace it.
+var benchClock = time.Now
+
+// beginProgress writes "bench: WHAT… " to w as a measurement starts, so
+// that a slow device shows what it is doing, and returns the function that
+// ends the line when the measurement ends: with the seconds it took, after
+// result when result is not empty.
+func beginProgress(w io.Writer, format string, args ...any) (end func(result string)) {
+	fmt.Fprintf(w, "bench: "+format+"… ", args...)
+	start := benchClock()
+	return func(result string) {
+		took := fmt.Sprintf("%.1f s", benchClock().Sub(start).Seconds())
+		if result == "" {
+			fmt.Fprintln(w, took)
+			return
+		}
+		fmt.Fprintf(w, "%s (%s)\n", result, took)
+	}
 }
 
 func median(xs []float64) float64 {
@@ -401,11 +438,25 @@ func suiteCommand(so suiteFlags, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "tartan bench --suite on %s (%s), %d threads, %s caches: %d entries, at most %d steps or %g s each after %d warm-up steps\n",
 			info.ID, info.Name, rep.Threads, cache, len(entries), so.steps, so.maxSeconds, so.warmup)
 		opts := bench.Options{Warmup: so.warmup, MaxSteps: so.steps, MaxSeconds: so.maxSeconds, Config: bench.Config{Batch: so.batch, Seed: 1}}
-		rep.Entries = bench.Run(dev, entries, opts, stderr)
-		for _, r := range rep.Entries {
+		for i, e := range entries {
+			batch := e.Batch
+			if so.batch > 0 {
+				batch = so.batch
+			}
+			end := beginProgress(stderr, "[%d/%d] %s (%s, batch %d)", i+1, len(entries), e.Name, e.Kind(), batch)
+			r := bench.Measure(dev, e, opts)
 			if r.Error != "" {
 				failed++
+				end("error: " + r.Error)
+			} else {
+				kernels := "-"
+				if r.Kernels >= 0 {
+					kernels = fmt.Sprint(r.Kernels)
+				}
+				end(fmt.Sprintf("%.2f ms/step over %d steps, compile %.2f s, %s kernels, loss %.4g -> %.4g",
+					r.MSPerStep, r.Steps, r.CompileSeconds, kernels, r.FirstLoss, r.LastLoss))
 			}
+			rep.Entries = append(rep.Entries, r)
 		}
 	}
 	bench.WriteTable(stdout, rep)

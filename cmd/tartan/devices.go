@@ -42,7 +42,8 @@ func openDevice(flagValue string, stderr io.Writer) (backend.Device, device.Sele
 	return dev, sel, nil
 }
 
-// devicesCommand lists the devices, the recommended one and why.
+// devicesCommand lists the devices, the one a run uses and why, and the
+// recommended one.
 func devicesCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tartan devices", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -57,14 +58,36 @@ func devicesCommand(args []string, stdout, stderr io.Writer) error {
 		return usageError("devices takes no arguments, got %q", fs.Args())
 	}
 	l := device.List()
+	c := device.Choose(l)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(l)
+		return enc.Encode(struct {
+			device.Listing
+			Chosen device.Choice `json:"chosen"`
+		}{l, c})
 	}
-	device.FormatTable(stdout, l)
-	r := l.Recommended()
-	fmt.Fprintf(stdout, "\nDefault without configuration: %s (%s): %s.\n", r.ID, r.Name, r.Why)
+	used := c.ID
+	if c.Error != "" {
+		used = ""
+	}
+	device.FormatTableUsing(stdout, l, used)
+	fmt.Fprintln(stdout)
+	if c.Error != "" {
+		fmt.Fprintf(stdout, "A run without --device stops with an error: %s.\n", c.Error)
+	} else {
+		fmt.Fprintf(stdout, "> A run uses %s (%s): %s.\n", c.ID, c.Name, c.Why)
+	}
+	if c.Warning != "" {
+		fmt.Fprintf(stdout, "  warning: %s.\n", c.Warning)
+	}
+	if r := l.Recommended(); c.Source != device.SourceRecommended {
+		fmt.Fprintf(stdout, "* Recommended: %s (%s): %s.\n", r.ID, r.Name, r.Why)
+	}
+	fmt.Fprintf(stdout, "Choose with --device ID for one run, %s=ID for a shell, or tartan setup for the default.\n", device.EnvDevice)
+	if l.Hint != "" {
+		fmt.Fprintf(stdout, "\n%s\n", l.Hint)
+	}
 	return nil
 }
 
@@ -89,6 +112,6 @@ func setupCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 			return usageError("--device: %v", err)
 		}
 	}
-	_, err := device.Setup(stdin, stdout, device.SetupOptions{Device: *id, Yes: *yes})
+	_, err := device.Setup(stdin, stdout, device.SetupOptions{Device: *id, Yes: *yes, Warnings: stderr})
 	return err
 }

@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +18,7 @@ import (
 	"github.com/tartanml/tartan/data"
 	"github.com/tartanml/tartan/internal/fileinfo"
 	"github.com/tartanml/tartan/nn"
+	"github.com/tartanml/tartan/nn/plot"
 )
 
 // fitOptions are the flags of tartan fit.
@@ -29,67 +30,96 @@ type fitOptions struct {
 	dataDir    string
 	limit      int
 	seed       int64
+	valSplit   float64
+	optimizer  string
+	lr         float64
 	save       string
 	plot       string
 	jsonPath   string
 	checkpoint string
-	// seedSet says whether --seed was given.
-	seedSet bool
+	// seedSet, optSet and lrSet say whether --seed, --optimizer and
+	// --learning-rate were given.
+	seedSet, optSet, lrSet bool
 }
 
 // fitReport is what --json writes.
 type fitReport struct {
-	Model          string              `json:"model"`
-	Device         string              `json:"device"`
-	Epochs         int                 `json:"epochs"`
-	BatchSize      int                 `json:"batch_size"`
-	TrainSamples   int                 `json:"train_samples"`
-	CompileSeconds float64             `json:"compile_seconds"`
-	EpochSeconds   []number            `json:"epoch_seconds"`
-	History        map[string][]number `json:"history"`
-	TestLoss       number              `json:"test_loss"`
-	TestAccuracy   number              `json:"test_accuracy"`
-	StopReason     string              `json:"stop_reason,omitempty"`
+	Model           string              `json:"model"`
+	Device          string              `json:"device"`
+	Epochs          int                 `json:"epochs"`
+	BatchSize       int                 `json:"batch_size"`
+	Optimizer       string              `json:"optimizer"`
+	LearningRate    float64             `json:"learning_rate"`
+	TrainSamples    int                 `json:"train_samples"`
+	ValidationSplit float64             `json:"validation_split"`
+	ValSamples      int                 `json:"validation_samples"`
+	CompileSeconds  float64             `json:"compile_seconds"`
+	EpochSeconds    []number            `json:"epoch_seconds"`
+	History         map[string][]number `json:"history"`
+	TestLoss        number              `json:"test_loss"`
+	TestAccuracy    number              `json:"test_accuracy"`
+	StopReason      string              `json:"stop_reason,omitempty"`
 }
 
-func parseFit(args []string, stderr io.Writer) (*fitOptions, error) {
+// defaultLearningRates are the learning rates of --optimizer when
+// --learning-rate is not given: Keras's defaults.
+var defaultLearningRates = map[string]float64{"adam": 1e-3, "sgd": 1e-2, "rmsprop": 1e-3}
+
+const fitAbout = `Trains a model on Fashion-MNIST: a showcase model from freshly drawn weights,
+or a model saved by tartan fit --save, trained further with a new optimizer.
+Prints the model's summary, a progress bar per epoch (with the validation
+loss and accuracy under --validation-split) and the accuracy on the test set.`
+
+const fitFooter = `Output paths (--save, --json, --plot, --checkpoint) must name regular files
+(or new files in writable directories), each its own; they are checked before
+training. With --checkpoint a run resumes from the file when it exists, keeping
+the checkpoint's seed and optimizer. An .onnx --model is refused: ONNX import
+is not available yet.
+
+Exit status: 0 success, 1 error, 2 usage error, 3 training stopped by a NaN,
+70 internal error.`
+
+func parseFit(args []string, stdout io.Writer) (*fitOptions, error) {
 	o := &fitOptions{}
-	fs := flag.NewFlagSet("tartan fit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.model, "model", "fashion-cnn", "model to train: "+strings.Join(nn.ShowcaseModels(), ", "))
-	fs.IntVar(&o.epochs, "epochs", 10, "number of epochs")
-	fs.IntVar(&o.batch, "batch-size", 64, "samples per training step")
-	fs.StringVar(&o.device, "device", "", "device id ("+knownDeviceForms+"); default: $TARTAN_DEVICE, then the configured device, then the best available")
-	fs.StringVar(&o.dataDir, "data", "", "directory holding the Fashion-MNIST files (default: $TARTAN_DATA, the Keras cache, the system's copy)")
-	fs.IntVar(&o.limit, "limit", 0, "train on the first N training samples only (0: all)")
-	fs.Int64Var(&o.seed, "seed", 0, "seed of the initial weights, the shuffling and the dropout masks (a resumed run keeps its checkpoint's seed)")
-	fs.StringVar(&o.save, "save", "", "save the trained model (architecture and weights, safetensors) to FILE")
-	fs.StringVar(&o.plot, "plot", "", "draw the loss and accuracy curves into FILE.png")
-	fs.StringVar(&o.jsonPath, "json", "", "write the run's figures as JSON to FILE")
-	fs.StringVar(&o.checkpoint, "checkpoint", "", "save a checkpoint to FILE after every epoch, and resume from it when it exists")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage of tartan fit:\n")
-		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\nOutput paths must name regular files (or new files in writable directories), each its own;\n"+
-			"they are checked before training. Exit status: 0 success, 1 error, 2 usage error,\n"+
-			"3 training stopped by a NaN, 70 internal error.\n")
+	f := newVerbFlags("fit", "fit [flags]", fitAbout, fitFooter)
+	f.StringVar(&o.model, "model", "fashion-cnn", "the model to train, `NAME|FILE`: a showcase model ("+strings.Join(nn.ShowcaseModels(), ", ")+"),\nor a model saved by tartan fit --save, which trains further")
+	f.IntVar(&o.epochs, "epochs", 10, "train for `N` epochs")
+	f.batchFlag(&o.batch, 64, "training and testing")
+	f.deviceFlag(&o.device)
+	f.dataFlag(&o.dataDir)
+	f.IntVar(&o.limit, "limit", 0, "train on the first `N` training samples only (0: all)")
+	f.Int64Var(&o.seed, "seed", 0, "the seed `S` of the initial weights, the shuffling and the dropout masks\n(a resumed run keeps its checkpoint's seed)")
+	f.Float64Var(&o.valSplit, "validation-split", 0, "hold out the last fraction `F` (0 ≤ F < 1) of the training samples and\nreport val_loss and val_accuracy on them after every epoch")
+	f.StringVar(&o.optimizer, "optimizer", "adam", "the optimizer `NAME`: adam, sgd or rmsprop")
+	f.Float64Var(&o.lr, "learning-rate", 0, "the optimizer's learning rate `LR`\n(default: Keras's for the optimizer: adam 0.001, sgd 0.01, rmsprop 0.001)")
+	f.StringVar(&o.save, "save", "", "save the trained model (architecture, weights and class names) to `FILE`")
+	f.StringVar(&o.plot, "plot", "", "draw the loss and accuracy curves and the test accuracy into `FILE`.png")
+	f.jsonFlag(&o.jsonPath)
+	f.StringVar(&o.checkpoint, "checkpoint", "", "save a checkpoint to `FILE` after every epoch, and resume from it\nwhen it exists")
+	rest, err := f.parse(args, stdout)
+	if err != nil {
+		return nil, err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
-	}
-	fs.Visit(func(f *flag.Flag) { o.seedSet = o.seedSet || f.Name == "seed" })
+	o.seedSet, o.optSet, o.lrSet = f.given("seed"), f.given("optimizer"), f.given("learning-rate")
+	_, knownOpt := defaultLearningRates[o.optimizer]
 	switch {
-	case fs.NArg() > 0:
-		return nil, usageError("fit takes no arguments, got %q", fs.Args())
+	case len(rest) > 0:
+		return nil, usageError("fit takes no arguments, got %q", rest)
 	case o.epochs < 1:
 		return nil, usageError("--epochs %d must be at least 1", o.epochs)
 	case o.batch < 1:
 		return nil, usageError("--batch-size %d must be at least 1", o.batch)
 	case o.limit < 0:
 		return nil, usageError("--limit %d must not be negative", o.limit)
+	case !(o.valSplit >= 0 && o.valSplit < 1):
+		return nil, usageError("--validation-split %v must be at least 0 and below 1", o.valSplit)
+	case !knownOpt:
+		return nil, usageError("--optimizer %q is not one of adam, sgd, rmsprop", o.optimizer)
+	case o.lrSet && !(o.lr > 0 && !math.IsInf(o.lr, 0)):
+		return nil, usageError("--learning-rate %v must be a positive finite number", o.lr)
+	}
+	if !o.lrSet {
+		o.lr = defaultLearningRates[o.optimizer]
 	}
 	if o.plot != "" && !strings.HasSuffix(strings.ToLower(o.plot), ".png") {
 		return nil, usageError("--plot %q must name a .png file", o.plot)
@@ -102,15 +132,49 @@ func parseFit(args []string, stderr io.Writer) (*fitOptions, error) {
 	return o, nil
 }
 
+// newOptimizer returns the optimizer of --optimizer and --learning-rate.
+func newOptimizer(name string, lr float64) nn.Optimizer {
+	switch name {
+	case "sgd":
+		return nn.SGD(lr)
+	case "rmsprop":
+		return nn.RMSprop(lr)
+	}
+	return nn.Adam(lr)
+}
+
+// fitModel returns the model --model names: a showcase model, whose
+// weights are still to be drawn (fresh is true), or a model file.
+func fitModel(name string) (m *nn.Model, fresh bool, err error) {
+	for _, s := range nn.ShowcaseModels() {
+		if name == s {
+			m, err := nn.ShowcaseModel(name)
+			return m, true, err
+		}
+	}
+	if isONNX(name) {
+		return nil, false, onnxError("--model", name)
+	}
+	if _, err := os.Stat(name); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, false, usageError("--model: unknown model %q: neither a showcase model (%s) nor an existing file",
+				name, strings.Join(nn.ShowcaseModels(), ", "))
+		}
+		return nil, false, fmt.Errorf("--model %s: %w", name, err)
+	}
+	m, err = loadModelFile("--model", name)
+	return m, false, err
+}
+
 // fitCommand runs tartan fit.
 func fitCommand(args []string, stdout, stderr io.Writer) error {
-	o, err := parseFit(args, stderr)
+	o, err := parseFit(args, stdout)
 	if err != nil {
 		return err
 	}
-	m, err := nn.ShowcaseModel(o.model)
+	m, fresh, err := fitModel(o.model)
 	if err != nil {
-		return usageError("--model: %v", err)
+		return err
 	}
 	// Everything the run will write is checked before the work starts, so
 	// that a long run does not end in an error about its outputs.
@@ -124,6 +188,9 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 		if err := checkResumeSeed(o); err != nil {
 			return err
 		}
+		if err := checkResumeOptimizer(o); err != nil {
+			return err
+		}
 	}
 	dev, _, err := openDevice(o.device, stderr)
 	if err != nil {
@@ -131,12 +198,7 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	defer dev.Close()
 
-	var dopts []data.Option
-	if o.dataDir != "" {
-		dopts = append(dopts, data.Dir(o.dataDir))
-	}
-	dopts = append(dopts, data.Log(stderr))
-	trainSet, testSet, err := data.FashionMNIST(dopts...)
+	trainSet, testSet, err := loadFashion(o.dataDir, stderr)
 	if err != nil {
 		return err
 	}
@@ -156,6 +218,18 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	// The split nn.ValidationSplit makes: the last fraction held out.
+	nTrain := trainSet.Len()
+	if o.valSplit > 0 {
+		nTrain = int(math.Floor(float64(trainSet.Len()) * (1 - o.valSplit)))
+		if nTrain < 1 || nTrain == trainSet.Len() {
+			return usageError("--validation-split %v of %d training samples leaves %d for training and %d for validation; both need at least one",
+				o.valSplit, trainSet.Len(), nTrain, trainSet.Len()-nTrain)
+		}
+	}
+	if err := fitsData("--model "+o.model, m, trainSet); err != nil {
+		return err
+	}
 	train, err := nn.FromDataset(trainSet)
 	if err != nil {
 		return err
@@ -165,32 +239,65 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	if err := m.InitWeights(o.seed); err != nil {
-		return err
+	if fresh {
+		if err := m.InitWeights(o.seed); err != nil {
+			return err
+		}
+	}
+	if err := m.SetLabels(trainSet.ClassNames); err != nil {
+		return fmt.Errorf("--model %s: %w", o.model, err)
 	}
 	fmt.Fprint(stdout, m.Summary())
-	if err := m.Compile(nn.Adam(1e-3), nn.SparseCategoricalCrossentropy(), nn.Metrics("accuracy"),
+	if err := m.Compile(newOptimizer(o.optimizer, o.lr), nn.SparseCategoricalCrossentropy(), nn.Metrics("accuracy"),
 		nn.OnDevice(dev), nn.Seed(o.seed)); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Device: %s (%s); training on %d samples, batch size %d\n", dev.Info().ID, dev.Info().Name, train.Len(), o.batch)
 
 	// A batch larger than the data is one batch of all of it: asking for
 	// no more keeps the host buffers sized by the data, not by the flag.
-	fitOpts := []nn.FitOption{nn.BatchSize(min(o.batch, train.Len())), nn.Epochs(o.epochs), nn.Progress(stdout)}
+	fitOpts := []nn.FitOption{nn.BatchSize(min(o.batch, nTrain)), nn.Epochs(o.epochs), nn.Progress(progressWriter(stdout))}
+	if o.valSplit > 0 {
+		fitOpts = append(fitOpts, nn.ValidationSplit(o.valSplit))
+	}
 	callbacks := []nn.Callback{nn.TerminateOnNaN()}
-	if o.checkpoint != "" {
-		if outs["checkpoint"].exists() {
-			ck, err := resume(m, o)
+	// The checkpoint is read before anything else is printed, so that an
+	// error reading it follows the summary and nothing else.
+	var ck *nn.Checkpoint
+	if outs["checkpoint"].exists() {
+		if ck, err = resume(m, o); err != nil {
+			return err
+		}
+		fitOpts = append(fitOpts, nn.Resume(ck))
+		if o.lrSet {
+			// The checkpoint restored its learning rate; the flag asks
+			// for another from now on.
+			if err := m.SetLearningRate(o.lr); err != nil {
+				return err
+			}
+		} else {
+			lr, err := m.LearningRate()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "Resuming from %s: %d of %d epochs done\n", o.checkpoint, ck.Epoch, o.epochs)
-			fitOpts = append(fitOpts, nn.Resume(ck))
+			// The device keeps it as a float32: say 0.03, not
+			// 0.029999999329447746.
+			o.lr, _ = strconv.ParseFloat(strconv.FormatFloat(lr, 'g', -1, 32), 64)
 		}
+	}
+	if o.checkpoint != "" {
 		callbacks = append(callbacks, nn.ModelCheckpoint(o.checkpoint))
 	}
 	fitOpts = append(fitOpts, nn.Callbacks(callbacks...))
+	held := ""
+	if o.valSplit > 0 {
+		held = fmt.Sprintf(" (%d more held out for validation)", trainSet.Len()-nTrain)
+	}
+	fmt.Fprintf(stdout, "Device: %s (%s)\n", dev.Info().ID, dev.Info().Name)
+	fmt.Fprintf(stdout, "Training on %d samples%s, batch size %d, %s with learning rate %g\n",
+		nTrain, held, o.batch, o.optimizer, o.lr)
+	if ck != nil {
+		fmt.Fprintf(stdout, "Resuming from %s: %d of %d epochs done\n", o.checkpoint, ck.Epoch, o.epochs)
+	}
 	hist, err := m.Fit(train, fitOpts...)
 	if err != nil {
 		return err
@@ -216,20 +323,28 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 	case o.plot != "" && stopped && len(hist.Epochs) == 0:
 		fmt.Fprintf(stderr, "tartan: not writing %s: training stopped before the first epoch ended\n", o.plot)
 	case o.plot != "":
-		if err := plotHistory(o.plot, m.Name(), hist); err != nil {
+		opts := []plot.Option{plot.Title(m.Name())}
+		if acc := scores["accuracy"]; !math.IsNaN(acc) && !math.IsInf(acc, 0) {
+			opts = append(opts, plot.TestAccuracy(acc))
+		}
+		if err := writePlot(o.plot, hist, opts...); err != nil {
 			return err
 		}
+		fmt.Fprintf(stdout, "Saved the plot to %s\n", o.plot)
 	}
 	if o.jsonPath != "" {
+		history := map[string][]number{"loss": {}, "accuracy": {}}
+		for k, v := range hist.Metrics {
+			history[k] = numbers(v)
+		}
 		rep := fitReport{
 			Model: o.model, Device: dev.Info().ID, Epochs: o.epochs, BatchSize: o.batch,
-			TrainSamples: train.Len(), CompileSeconds: m.Stats().CompileSeconds,
-			EpochSeconds: numbers(hist.EpochSeconds),
-			History: map[string][]number{
-				"loss":     numbers(hist.Metrics["loss"]),
-				"accuracy": numbers(hist.Metrics["accuracy"]),
-			},
-			TestLoss: number(scores["loss"]), TestAccuracy: number(scores["accuracy"]), StopReason: hist.StopReason,
+			Optimizer: o.optimizer, LearningRate: o.lr,
+			TrainSamples: nTrain, ValidationSplit: o.valSplit, ValSamples: trainSet.Len() - nTrain,
+			CompileSeconds: m.Stats().CompileSeconds,
+			EpochSeconds:   numbers(hist.EpochSeconds),
+			History:        history,
+			TestLoss:       number(scores["loss"]), TestAccuracy: number(scores["accuracy"]), StopReason: hist.StopReason,
 		}
 		if err := writeJSON(o.jsonPath, rep); err != nil {
 			return err
@@ -239,6 +354,41 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: %s", errStopped, hist.StopReason)
 	}
 	return nil
+}
+
+// loadFashion reads Fashion-MNIST from dir, or from where the data package
+// looks when dir is empty, logging to stderr.
+func loadFashion(dir string, stderr io.Writer) (train, test *data.Dataset, err error) {
+	var dopts []data.Option
+	if dir != "" {
+		dopts = append(dopts, data.Dir(dir))
+	}
+	dopts = append(dopts, data.Log(stderr))
+	return data.FashionMNIST(dopts...)
+}
+
+// fitsData checks that model m takes the samples of d and has an output
+// per class of d; what names the model in the error.
+func fitsData(what string, m *nn.Model, d *data.Dataset) error {
+	in, want := m.InputShape(), d.SampleShape()
+	if !slices.Equal(in, want) {
+		return fmt.Errorf("%s takes inputs of shape %v, but the images of %s are %v", what, in, d.Name, want)
+	}
+	out := m.OutputShape()
+	if len(out) != 1 || out[0] != d.Classes {
+		return fmt.Errorf("%s has outputs of shape %v, but %s has %d classes (a model for it ends in %d values)", what, out, d.Name, d.Classes, d.Classes)
+	}
+	return nil
+}
+
+// writePlot draws the curves of hist into the PNG file path, written like
+// every output (writeAtomic).
+func writePlot(path string, hist *nn.History, opts ...plot.Option) error {
+	b, err := plot.PNG(hist, opts...)
+	if err != nil {
+		return fmt.Errorf("--plot: %w", err)
+	}
+	return writeAtomic(path, b)
 }
 
 // number is a float64 that JSON holds as null when it is NaN or infinite
@@ -302,6 +452,33 @@ func checkResumeSeed(o *fitOptions) error {
 		o.seed, seed, o.checkpoint, seed, o.checkpoint, o.seed)
 }
 
+// checkResumeOptimizer makes a resumed run keep its checkpoint's optimizer
+// (a run resumed without --optimizer goes on with it), and refuses an
+// explicit --optimizer that differs from it. A checkpoint whose optimizer
+// cannot be read is left for the resume to report.
+func checkResumeOptimizer(o *fitOptions) error {
+	meta, err := checkpointMetadata(o.checkpoint)
+	if err != nil {
+		return nil
+	}
+	var cfg struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal([]byte(meta["optimizer"]), &cfg) != nil {
+		return nil
+	}
+	if _, ok := defaultLearningRates[cfg.Name]; !ok || cfg.Name == o.optimizer {
+		return nil
+	}
+	if o.optSet {
+		return usageError("--optimizer %s differs from the optimizer %s of checkpoint %s, and a resumed run keeps its checkpoint's optimizer: "+
+			"resume with --optimizer %s or without --optimizer, or remove %s to start afresh with %s",
+			o.optimizer, cfg.Name, o.checkpoint, cfg.Name, o.checkpoint, o.optimizer)
+	}
+	o.optimizer = cfg.Name
+	return nil
+}
+
 // resume loads the checkpoint of o into m, which is compiled.
 func resume(m *nn.Model, o *fitOptions) (*nn.Checkpoint, error) {
 	ck, err := m.LoadCheckpoint(o.checkpoint)
@@ -314,44 +491,53 @@ func resume(m *nn.Model, o *fitOptions) (*nn.Checkpoint, error) {
 	return ck, nil
 }
 
-// maxHeader bounds the safetensors header checkpointSeed reads.
+// maxHeader bounds the safetensors header checkpointMetadata reads.
 const maxHeader = 100 << 20
 
-// checkpointSeed reads the seed recorded in a checkpoint's metadata, from
-// the safetensors header alone.
+// checkpointSeed reads the seed recorded in a checkpoint's metadata.
 func checkpointSeed(path string) (int64, error) {
-	f, err := os.Open(path)
+	meta, err := checkpointMetadata(path)
 	if err != nil {
 		return 0, err
+	}
+	seed, err := strconv.ParseInt(meta["seed"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: bad seed %q in the metadata", path, meta["seed"])
+	}
+	return seed, nil
+}
+
+// checkpointMetadata reads a checkpoint's metadata from the safetensors
+// header alone, unchecked (the resume checks the whole file).
+func checkpointMetadata(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	var n [8]byte
 	if _, err := io.ReadFull(f, n[:]); err != nil {
-		return 0, fmt.Errorf("reading the header of %s: %w", path, err)
+		return nil, fmt.Errorf("reading the header of %s: %w", path, err)
 	}
 	size := binary.LittleEndian.Uint64(n[:])
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if size > maxHeader || size > uint64(fi.Size()-8) {
-		return 0, fmt.Errorf("%s: a header of %d bytes does not fit a checkpoint of %d bytes", path, size, fi.Size())
+		return nil, fmt.Errorf("%s: a header of %d bytes does not fit a checkpoint of %d bytes", path, size, fi.Size())
 	}
 	header := make([]byte, size)
 	if _, err := io.ReadFull(f, header); err != nil {
-		return 0, fmt.Errorf("reading the header of %s: %w", path, err)
+		return nil, fmt.Errorf("reading the header of %s: %w", path, err)
 	}
 	var doc struct {
 		Metadata map[string]string `json:"__metadata__"`
 	}
 	if err := json.Unmarshal(header, &doc); err != nil {
-		return 0, fmt.Errorf("%s: bad header: %w", path, err)
+		return nil, fmt.Errorf("%s: bad header: %w", path, err)
 	}
-	seed, err := strconv.ParseInt(doc.Metadata["seed"], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: bad seed %q in the metadata", path, doc.Metadata["seed"])
-	}
-	return seed, nil
+	return doc.Metadata, nil
 }
 
 // writeJSON writes v to path through a temporary file and a rename.

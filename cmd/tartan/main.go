@@ -2,24 +2,61 @@
 //
 // Usage:
 //
-//	tartan fit [--model fashion-cnn] [--epochs 10] [--batch-size 64] [--device ID]
-//	           [--data DIR] [--limit N] [--seed S] [--save FILE] [--plot FILE.png]
-//	           [--json FILE] [--checkpoint FILE]
+//	tartan fit [--model NAME|FILE] [--epochs 10] [--batch-size 64] [--device ID]
+//	           [--data DIR] [--limit N] [--seed S] [--validation-split F]
+//	           [--optimizer adam|sgd|rmsprop] [--learning-rate LR]
+//	           [--save FILE] [--plot FILE.png] [--json FILE] [--checkpoint FILE]
+//	tartan evaluate MODEL [--data DIR] [--device ID] [--batch-size 64] [--json FILE]
+//	tartan predict MODEL IMAGE... [--device ID] [--top 3] [--invert auto|yes|no]
+//	               [--json FILE]
+//	tartan summary MODEL
 //	tartan devices [--json]
 //	tartan setup [--device ID --yes]
 //	tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
 //	tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]
 //
-// fit trains a showcase model on Fashion-MNIST: it prints the model's
-// summary, a progress bar per epoch and the accuracy on the full test set.
+// MODEL (and a --model FILE) is a model saved by tartan fit --save: its
+// architecture, weights and class names in one safetensors file. An ONNX
+// file (.onnx) is refused with an error (status 1): ONNX import is not
+// available yet. Every command takes --help, which prints its flags and
+// exits with 0; "tartan help COMMAND" does the same. Flags may come before
+// or after the arguments.
+//
+// fit trains a model on Fashion-MNIST: a showcase model (--model
+// fashion-cnn or fashion-mlp) from weights drawn from --seed, or a saved
+// model, which trains further with a new optimizer (--optimizer, by default
+// adam, and --learning-rate, by default the optimizer's Keras default:
+// 0.001 for adam and rmsprop, 0.01 for sgd). It prints the model's summary,
+// a progress bar per epoch and the accuracy on the full test set. With
+// --validation-split F it holds out the last fraction F of the training
+// samples and reports val_loss and val_accuracy after every epoch, in the
+// progress output, the --json history and the --plot. --plot draws the
+// loss and accuracy curves and marks the test accuracy; --save keeps the
+// class names of the data with the model.
+//
 // Before the first step it checks everything it will write: each output
 // path (--save, --json, --plot, --checkpoint) must name a regular file or
 // a new one in a writable directory (a symbolic link to such a file is
 // fine), and no two may name the same file; the training and test sets
 // must be non-empty. With --checkpoint it saves a checkpoint after every
 // epoch and, when the file already exists, resumes from it; a resumed run
-// keeps the checkpoint's seed, so a --seed that differs from it is refused
-// (the same --seed, as when a command is simply run again, is fine).
+// keeps the checkpoint's seed and optimizer, so a --seed or --optimizer
+// that differs from it is refused (the same one, as when a command is
+// simply run again, is fine), and its learning rate unless
+// --learning-rate gives another.
+//
+// evaluate prints a saved model's loss and accuracy on the Fashion-MNIST
+// test set, read from where fit reads it. predict classifies PNG, JPEG and
+// GIF images: each is made grey (transparent pixels count as black),
+// inverted when more than half of its border is light (--invert auto;
+// Fashion-MNIST shows light garments on black, a photo is usually a dark
+// object on a light background), scaled to fit the model's input keeping
+// its proportions (the margin takes the border's mean shade; an image of
+// the input's size is used as it is) and scaled to [0, 1] as the training
+// data is; the K most probable classes (--top, 3) are printed with their
+// names, and the probabilities are the model's outputs, or their softmax
+// for a model that ends in logits. summary prints a saved model's layers,
+// parameters and class names.
 //
 // devices lists the devices a run can use and which is recommended. setup
 // chooses the default device (asking, or with --device ID --yes), checks it
@@ -34,10 +71,12 @@
 // Exit status:
 //
 //	0   success
-//	1   the work failed (bad data, a damaged checkpoint, an unusable device,
-//	    a file that cannot be written, ...)
-//	2   usage error: an unknown command or flag, a bad flag value, output
-//	    paths that collide or that name something other than a regular file
+//	1   the work failed (bad data, a damaged checkpoint, a model or image
+//	    file that cannot be read, an ONNX model, an unusable device, a file
+//	    that cannot be written, ...)
+//	2   usage error: an unknown command or flag, a bad flag value, a missing
+//	    or extra argument, output paths that collide or that name something
+//	    other than a regular file
 //	3   fit: training stopped early on a NaN or infinite value (the run
 //	    still writes its outputs; the checkpoint keeps the last good epoch)
 //	4   setup: nothing was saved, because the answer was no or the input
@@ -89,6 +128,15 @@ var commands = map[string]command{
 	"fit": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return fitCommand(args, stdout, stderr)
 	},
+	"evaluate": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return evaluateCommand(args, stdout, stderr)
+	},
+	"predict": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return predictCommand(args, stdout, stderr)
+	},
+	"summary": func(args []string, _ io.Reader, stdout, _ io.Writer) error {
+		return summaryCommand(args, stdout)
+	},
 	"devices": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return devicesCommand(args, stdout, stderr)
 	},
@@ -107,8 +155,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // runWith is run with the input given. A panic in the command is caught
 // and reported as an internal error with its stack.
 func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	out := &lineWriter{w: stdout}
 	defer func() {
 		if r := recover(); r != nil {
+			out.endLine()
 			fmt.Fprintf(stderr, "tartan: internal error: %v\n\nThis is a bug in tartan; please report it with the command line and this trace:\n%s", r, debug.Stack())
 			code = exitInternal
 		}
@@ -119,6 +169,15 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			if _, ok := commands[args[1]]; ok {
+				// tartan help fit is tartan fit --help.
+				return runWith([]string{args[1], "--help"}, stdin, stdout, stderr)
+			}
+			fmt.Fprintf(stderr, "tartan: help: unknown command %q\n", args[1])
+			usage(stderr)
+			return exitUsage
+		}
 		usage(stdout)
 		return exitOK
 	}
@@ -128,13 +187,16 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int
 		usage(stderr)
 		return exitUsage
 	}
-	err := cmd(args[1:], stdin, stdout, stderr)
+	err := cmd(args[1:], stdin, out, stderr)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	}
+	// The error starts a line of its own, also when the standard output
+	// and error are one terminal or file and a line is unfinished.
+	out.endLine()
 	fmt.Fprintf(stderr, "tartan: %v\n", err)
 	return exitCode(err)
 }
@@ -154,15 +216,22 @@ func exitCode(err error) int {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
-  tartan fit [--model fashion-cnn] [--epochs 10] [--batch-size 64] [--device ID]
-             [--data DIR] [--limit N] [--seed S] [--save FILE] [--plot FILE.png]
-             [--json FILE] [--checkpoint FILE]
+  tartan fit [--model NAME|FILE] [--epochs 10] [--batch-size 64] [--device ID]
+             [--data DIR] [--limit N] [--seed S] [--validation-split F]
+             [--optimizer adam|sgd|rmsprop] [--learning-rate LR]
+             [--save FILE] [--plot FILE.png] [--json FILE] [--checkpoint FILE]
+  tartan evaluate MODEL [--data DIR] [--device ID] [--batch-size 64] [--json FILE]
+  tartan predict MODEL IMAGE... [--device ID] [--top 3] [--invert auto|yes|no]
+                 [--json FILE]
+  tartan summary MODEL
   tartan devices [--json]
   tartan setup [--device ID --yes]
   tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
   tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]
 
-Run "tartan fit --help" for the options of fit.
+fit trains a model on Fashion-MNIST (NAME: fashion-cnn, fashion-mlp); MODEL and
+FILE are models saved by tartan fit --save. Run "tartan COMMAND --help" for the
+flags of a command.
 
 Exit status: 0 success, 1 error, 2 usage error, 3 training stopped by a NaN,
 4 setup saved nothing (the answer was no, or the input ended), 70 internal
@@ -173,4 +242,39 @@ error (a bug: please report it).
 // usageError wraps a message as a usage error.
 func usageError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// lineWriter passes writes on and remembers whether the last one left a
+// line unfinished, so that an error message can start on a line of its own.
+type lineWriter struct {
+	w    io.Writer
+	open bool // the last byte written was not a newline
+}
+
+// Write implements io.Writer.
+func (l *lineWriter) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.open = p[n-1] != '\n'
+	}
+	return n, err
+}
+
+// endLine ends an unfinished line.
+func (l *lineWriter) endLine() {
+	if l.open {
+		l.Write([]byte("\n"))
+	}
+}
+
+// progressWriter is where a command sends nn's progress output: the file
+// behind w when w is a lineWriter on one, so that nn can tell a terminal
+// (where it redraws its bar in place) from a file or pipe.
+func progressWriter(w io.Writer) io.Writer {
+	if l, ok := w.(*lineWriter); ok {
+		if _, isFile := l.w.(*os.File); isFile {
+			return l.w
+		}
+	}
+	return w
 }

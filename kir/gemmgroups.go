@@ -1,0 +1,96 @@
+package kir
+
+import "fmt"
+
+// GEMMGroups sorts the loops of k, whose Body sums the product of the loads
+// a and b, into the groups of a matrix product. reads(f, v) says whether
+// factor f (0 for a, 1 for b) reads loop variable v. An output loop read by
+// both factors is a batch loop, one read by a single factor belongs to that
+// factor's group, and a loop of extent 1 joins the group of the loop before
+// it (the first loop, when of extent 1, is a batch loop); every reduction
+// loop is a K loop. The factor whose group's first loop comes first is A,
+// its group M. Within each group the variables are in loop order.
+//
+// The groups may interleave in the output: attention's products write
+// [batch, rows, heads, cols], the heads being a batch loop between the M
+// and N loops. A backend lays the product out by the output's strides.
+// GEMMGroups returns nil and the reason when an output loop is read by
+// neither factor.
+func GEMMGroups(k *Kernel, a, b *Expr, reads func(f, v int) bool) (*GEMMView, string) {
+	const (
+		batch = iota
+		only0
+		only1
+	)
+	r := len(k.Shape)
+	labels := make([]int, r)
+	first := -1 // the factor whose own loop comes first
+	for v := range r {
+		in0, in1 := reads(0, v), reads(1, v)
+		switch {
+		case k.Shape[v] == 1 && v > 0:
+			labels[v] = labels[v-1]
+		case k.Shape[v] == 1 || in0 && in1:
+			labels[v] = batch
+		case in0:
+			labels[v] = only0
+		case in1:
+			labels[v] = only1
+		default:
+			return nil, fmt.Sprintf("output loop x%d is read by neither operand", v)
+		}
+		if first < 0 && labels[v] != batch {
+			first = labels[v] - only0
+		}
+	}
+	view := &GEMMView{A: a, B: b}
+	mLabel := only0
+	if first == 1 {
+		mLabel = only1
+		view.A, view.B = b, a
+	}
+	for v, l := range labels {
+		switch l {
+		case batch:
+			view.Batch = append(view.Batch, v)
+		case mLabel:
+			view.M = append(view.M, v)
+		default:
+			view.N = append(view.N, v)
+		}
+	}
+	for j := range k.Reduce {
+		view.K = append(view.K, r+j)
+	}
+	return view, ""
+}
+
+// IxVars adds to set the loop variables index expression x reads, including
+// those of the indices of a loaded value it holds.
+func IxVars(x *Ix, set map[int]bool) {
+	if x == nil {
+		return
+	}
+	switch x.Op {
+	case IxVar:
+		set[x.Var] = true
+	case IxValue:
+		ExprVars(x.E, set)
+	}
+	IxVars(x.A, set)
+	IxVars(x.B, set)
+}
+
+// ExprVars adds to set the loop variables expression e reads: those of its
+// loads' indices, its arguments' and theirs.
+func ExprVars(e *Expr, set map[int]bool) {
+	if e == nil {
+		return
+	}
+	for _, x := range e.Index {
+		IxVars(x, set)
+	}
+	for _, a := range e.Args {
+		ExprVars(a, set)
+	}
+}

@@ -1,0 +1,616 @@
+package onnx
+
+import (
+	"bytes"
+	"math"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tartanml/tartan/backend/reference"
+	"github.com/tartanml/tartan/nn"
+	"github.com/tartanml/tartan/npy"
+	"github.com/tartanml/tartan/onnx/internal/pb"
+)
+
+// exportCase is a model to export, with the inputs to check it on.
+type exportCase struct {
+	name  string
+	model *nn.Model
+	input func(r *rand.Rand, n int) []float32 // n samples
+}
+
+func normal(r *rand.Rand, size int) []float32 {
+	v := make([]float32, size)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+// exportCases are models covering every layer kind of package nn and
+// every activation, in both layouts.
+func exportCases(t *testing.T) []exportCase {
+	t.Helper()
+	must := func(m *nn.Model, err error) *nn.Model {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	per := func(shape ...int) func(r *rand.Rand, n int) []float32 {
+		return func(r *rand.Rand, n int) []float32 {
+			size := n
+			for _, d := range shape {
+				size *= d
+			}
+			return normal(r, size)
+		}
+	}
+	var cases []exportCase
+	cases = append(cases, exportCase{"cnn", must(nn.Sequential("cnn", nn.Input(12, 11, 3),
+		nn.Conv2D(8, 3, nn.Padding("same"), nn.Activation("relu")),
+		nn.BatchNormalization(),
+		nn.MaxPooling2D(2),
+		nn.DepthwiseConv2D(3, nn.DepthMultiplier(2), nn.Padding("same"), nn.Activation("relu6")),
+		nn.Conv2D(6, 3, nn.Strides(2), nn.Padding("same"), nn.UseBias(false)),
+		nn.BatchNormalization(nn.Scale(false), nn.Center(false)),
+		nn.ReLU(),
+		nn.AveragePooling2D(2, nn.Strides(1), nn.Padding("same")),
+		nn.Conv2D(4, 2, nn.DilationRate(2), nn.Padding("same"), nn.Groups(2)),
+		nn.MaxPooling2D(2, nn.Padding("same")),
+		nn.GlobalAveragePooling2D(),
+		nn.Dense(5, nn.Activation("softmax")),
+	)), per(12, 11, 3)})
+	cases = append(cases, exportCase{"mlp", must(nn.Sequential("mlp", nn.Input(10),
+		nn.Dense(16, nn.Activation("gelu")),
+		nn.Dropout(0.5),
+		nn.Dense(16, nn.Activation("elu")),
+		nn.Activation("softplus"),
+		nn.Dense(12, nn.Activation("silu")),
+		nn.ReLU(nn.MaxValue(0.8), nn.NegativeSlope(0.1)),
+		nn.Dense(12, nn.Activation("leaky_relu")),
+		nn.ReLU(nn.MaxValue(1.5)),
+		nn.Dense(8, nn.Activation("swish")),
+		nn.ReLU(nn.NegativeSlope(0.3)),
+		nn.Activation("tanh"),
+		nn.Dense(8, nn.Activation("sigmoid")),
+		nn.LayerNormalization(nn.Epsilon(1e-5)),
+		nn.Dense(6, nn.UseBias(false)),
+		nn.BatchNormalization(),
+		nn.Dense(4, nn.Activation("log_softmax")),
+	)), per(10)})
+	cases = append(cases, exportCase{"sequence", must(nn.Sequential("sequence", nn.Input(6),
+		nn.Embedding(10, 4),
+		nn.Conv1D(6, 3, nn.Padding("same"), nn.Activation("relu")),
+		nn.BatchNormalization(),
+		nn.Conv1D(4, 2, nn.Groups(2)),
+		nn.LayerNormalization(nn.Axis(1), nn.Center(false)),
+		nn.Dense(3, nn.Activation("tanh")),
+		nn.Reshape([]int{3, -1}),
+		nn.Softmax(nn.Axis(1)),
+		nn.Flatten(),
+		nn.Dense(2),
+	)), func(r *rand.Rand, n int) []float32 {
+		// Indices in and out of the table, some fractional.
+		v := make([]float32, 6*n)
+		for i := range v {
+			v[i] = float32(r.Intn(14) - 2)
+			if i%5 == 0 {
+				v[i] += 0.6
+			}
+		}
+		return v
+	}})
+	in := nn.Input(8, 8, 2)
+	a := nn.Apply(nn.Conv2D(4, 3, nn.Padding("same"), nn.Activation("relu")), in)
+	b := nn.Apply(nn.Conv2D(4, 1), a)
+	sum := nn.Apply(nn.Add(), a, b, nn.Apply(nn.Conv2D(4, 1, nn.Activation("gelu")), in))
+	cat := nn.Apply(nn.Concatenate(), sum, nn.Apply(nn.BatchNormalization(), sum))
+	pooled := nn.Apply(nn.GlobalMaxPooling2D(), nn.Apply(nn.MaxPooling2D(2), cat))
+	flat := nn.Apply(nn.Flatten(), nn.Apply(nn.Conv2D(3, 2, nn.Strides(2)), cat))
+	shared := nn.Dense(8, nn.Activation("tanh")) // called twice
+	j := nn.Apply(nn.Concatenate(nn.Axis(1)), nn.Apply(shared, pooled), nn.Apply(shared, nn.Apply(nn.Dense(8), flat)))
+	r := nn.Apply(nn.Reshape([]int{4, 4}), j)
+	r = nn.Apply(nn.LayerNormalization(nn.Axis(-2)), r)
+	r = nn.Apply(nn.Concatenate(nn.Axis(1)), r, nn.Apply(nn.Softmax(nn.Axis(-2)), r))
+	out := nn.Apply(nn.Dense(3), nn.Apply(nn.Flatten(), r))
+	cases = append(cases, exportCase{"functional", must(nn.Functional("functional", []*nn.Node{in}, []*nn.Node{out})), per(8, 8, 2)})
+	for i, c := range cases {
+		if err := c.model.InitWeights(int64(i + 1)); err != nil {
+			t.Fatal(err)
+		}
+		randomizeWeights(t, c.model, int64(100+i))
+	}
+	return cases
+}
+
+// randomizeWeights gives biases and normalisation parameters and
+// statistics random values, so that none of them is trivially 0 or 1.
+func randomizeWeights(t *testing.T, m *nn.Model, seed int64) {
+	t.Helper()
+	r := rand.New(rand.NewSource(seed))
+	for _, w := range m.Weights() {
+		name := w.Name()
+		var v []float32
+		switch {
+		case strings.HasSuffix(name, "/moving_variance"):
+			v = make([]float32, w.Size())
+			for i := range v {
+				v[i] = 0.5 + r.Float32()
+			}
+		case strings.HasSuffix(name, "/gamma"):
+			v = make([]float32, w.Size())
+			for i := range v {
+				v[i] = 0.5 + r.Float32()
+			}
+		case strings.HasSuffix(name, "/bias"), strings.HasSuffix(name, "/beta"), strings.HasSuffix(name, "/moving_mean"):
+			v = normal(r, w.Size())
+			for i := range v {
+				v[i] *= 0.3
+			}
+		default:
+			continue
+		}
+		a, err := nn.NewArray(v, w.Shape()...)
+		if err == nil {
+			err = m.SetWeight(name, a)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// exportModel exports m and parses the result back.
+func exportModel(t *testing.T, m *nn.Model, opts ...ExportOption) ([]byte, *pb.ModelProto) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Export(m, &buf, opts...); err != nil {
+		t.Fatalf("Export(%s): %v", m.Name(), err)
+	}
+	var mp pb.ModelProto
+	if err := proto.Unmarshal(buf.Bytes(), &mp); err != nil {
+		t.Fatalf("parsing the export of %s: %v", m.Name(), err)
+	}
+	return buf.Bytes(), &mp
+}
+
+func opTypes(mp *pb.ModelProto) []string {
+	var ops []string
+	for _, n := range mp.GetGraph().GetNode() {
+		ops = append(ops, n.GetOpType())
+	}
+	return ops
+}
+
+func dims(vi *pb.ValueInfoProto) []string {
+	var out []string
+	for _, d := range vi.GetType().GetTensorType().GetShape().GetDim() {
+		if p := d.GetDimParam(); p != "" {
+			out = append(out, p)
+		} else {
+			out = append(out, strconv.FormatInt(d.GetDimValue(), 10))
+		}
+	}
+	return out
+}
+
+// TestExportStructure checks the exported graph of a small CNN node by
+// node: channels-last input, one Transpose into the convolutional chain and
+// one out of it, the kernel reordered to ONNX's (out, in, kh, kw).
+func TestExportStructure(t *testing.T) {
+	m, err := nn.Sequential("small", nn.Input(5, 4, 2),
+		nn.Conv2D(3, 3, nn.Padding("same"), nn.Strides(2), nn.Activation("relu")),
+		nn.MaxPooling2D(2, nn.Padding("same")),
+		nn.Flatten(),
+		nn.Dense(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, mp := exportModel(t, m)
+	if got, want := opTypes(mp), []string{"Transpose", "Conv", "Relu", "MaxPool", "Transpose", "Flatten", "Gemm"}; !slices.Equal(got, want) {
+		t.Errorf("ops %v, want %v", got, want)
+	}
+	if mp.GetIrVersion() != 8 || len(mp.GetOpsetImport()) != 1 || mp.GetOpsetImport()[0].GetVersion() != 17 || mp.GetOpsetImport()[0].GetDomain() != "" {
+		t.Errorf("IR version %d, opsets %v", mp.GetIrVersion(), mp.GetOpsetImport())
+	}
+	g := mp.GetGraph()
+	if len(g.GetInput()) != 1 || g.GetInput()[0].GetName() != "input_layer" || !slices.Equal(dims(g.GetInput()[0]), []string{"N", "5", "4", "2"}) {
+		t.Errorf("input %v", g.GetInput())
+	}
+	if len(g.GetOutput()) != 1 || g.GetOutput()[0].GetName() != "dense" || !slices.Equal(dims(g.GetOutput()[0]), []string{"N", "2"}) {
+		t.Errorf("output %v", g.GetOutput())
+	}
+	attrs := map[string][]int64{}
+	for _, a := range g.GetNode()[1].GetAttribute() {
+		attrs[a.GetName()] = append(a.GetInts(), a.GetI())
+	}
+	// Height 5, stride 2: out 3, padding 2 split 1/1; width 4: out 2,
+	// padding 1 split 0/1.
+	if got := attrs["pads"]; !slices.Equal(got, []int64{1, 0, 1, 1, 0}) {
+		t.Errorf("conv pads %v, want [1 0 1 1] (then I 0)", got)
+	}
+	if got := g.GetNode()[0].GetAttribute()[0].GetInts(); !slices.Equal(got, []int64{0, 3, 1, 2}) {
+		t.Errorf("input transpose perm %v", got)
+	}
+	// The kernel: nn's (kh, kw, in, out) element [i, j, c, o] is ONNX's
+	// [o, c, i, j].
+	k, err := m.GetWeight("conv2d/kernel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w *pb.TensorProto
+	for _, init := range g.GetInitializer() {
+		if init.GetName() == "conv2d/kernel" {
+			w = init
+		}
+	}
+	if w == nil || !slices.Equal(w.GetDims(), []int64{3, 2, 3, 3}) {
+		t.Fatalf("conv kernel initializer %v", w)
+	}
+	at := func(o, c, i, j int) float32 {
+		off := 4 * (((o*2+c)*3+i)*3 + j)
+		raw := w.GetRawData()
+		return math.Float32frombits(uint32(raw[off]) | uint32(raw[off+1])<<8 | uint32(raw[off+2])<<16 | uint32(raw[off+3])<<24)
+	}
+	for _, ix := range [][4]int{{0, 0, 0, 0}, {2, 1, 0, 2}, {1, 0, 1, 1}, {2, 2, 1, 2}, {0, 2, 1, 0}} {
+		i, j, c, o := ix[0], ix[1], ix[2], ix[3]
+		if got, want := at(o, c, i, j), k.Data[((i*3+j)*2+c)*3+o]; got != want {
+			t.Errorf("kernel [%d %d %d %d]: ONNX has %g, nn %g", i, j, c, o, got, want)
+		}
+	}
+}
+
+// TestExportFixedBatch checks that FixedBatch replaces the symbolic batch.
+func TestExportFixedBatch(t *testing.T) {
+	m, err := nn.Sequential("fixed", nn.Input(3), nn.Dense(2), nn.Dropout(0.3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, mp := exportModel(t, m, FixedBatch(7))
+	g := mp.GetGraph()
+	if got := dims(g.GetInput()[0]); !slices.Equal(got, []string{"7", "3"}) {
+		t.Errorf("input dims %v", got)
+	}
+	if got := dims(g.GetOutput()[0]); !slices.Equal(got, []string{"7", "2"}) {
+		t.Errorf("output dims %v", got)
+	}
+	// The final Dropout is omitted: the output is the Dense's.
+	if got := opTypes(mp); !slices.Equal(got, []string{"Gemm"}) || g.GetOutput()[0].GetName() != "dense" {
+		t.Errorf("ops %v, output %q", got, g.GetOutput()[0].GetName())
+	}
+	if err := Export(m, new(bytes.Buffer), FixedBatch(-1)); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("FixedBatch(-1): %v", err)
+	}
+}
+
+// TestExportErrors checks that a layer without an ONNX mapping is named
+// with its class, as is an unknown activation.
+func TestExportErrors(t *testing.T) {
+	noWeights := func(string) (*nn.Array, error) { return nil, os.ErrNotExist }
+	arch := `{"format":"tartan.architecture","version":1,"class_name":"Sequential","name":"m","layers":[
+		{"class_name":"InputLayer","config":{"name":"input_layer","shape":[4,3]}},
+		{"class_name":"LSTM","config":{"name":"lstm","units":8}}]}`
+	_, err := exportArchitecture([]byte(arch), noWeights, exportSettings{})
+	if err == nil || !strings.Contains(err.Error(), `layer "lstm" (LSTM) cannot be exported: class LSTM has no ONNX mapping`) {
+		t.Errorf("LSTM: %v", err)
+	}
+	arch = `{"format":"tartan.architecture","version":1,"class_name":"Sequential","name":"m","layers":[
+		{"class_name":"InputLayer","config":{"name":"input_layer","shape":[4]}},
+		{"class_name":"Activation","config":{"name":"act","activation":"hard_sigmoid"}}]}`
+	_, err = exportArchitecture([]byte(arch), noWeights, exportSettings{})
+	if err == nil || !strings.Contains(err.Error(), `layer "act" (Activation) cannot be exported: activation "hard_sigmoid" has no ONNX mapping`) {
+		t.Errorf("unknown activation: %v", err)
+	}
+	if err := Export(nil, new(bytes.Buffer)); err == nil {
+		t.Errorf("nil model exported")
+	}
+}
+
+// TestPermute checks the weight reordering on a hand-worked case.
+func TestPermute(t *testing.T) {
+	// (2, 3) transposed.
+	got, shape := permute([]float32{1, 2, 3, 4, 5, 6}, []int{2, 3}, []int{1, 0})
+	if !slices.Equal(got, []float32{1, 4, 2, 5, 3, 6}) || !slices.Equal(shape, []int{3, 2}) {
+		t.Errorf("transpose: %v %v", got, shape)
+	}
+	// (1, 2, 2) to (2, 1, 2) by perm (1, 0, 2): the rows swap places with
+	// the leading axis, which leaves the data unchanged.
+	got, _ = permute([]float32{1, 2, 3, 4}, []int{1, 2, 2}, []int{1, 0, 2})
+	if !slices.Equal(got, []float32{1, 2, 3, 4}) {
+		t.Errorf("perm (1 0 2): %v", got)
+	}
+	// (2, 1, 2) by perm (2, 0, 1): element [a, b, c] goes to [c, a, b].
+	got, shape = permute([]float32{1, 2, 3, 4}, []int{2, 1, 2}, []int{2, 0, 1})
+	if !slices.Equal(got, []float32{1, 3, 2, 4}) || !slices.Equal(shape, []int{2, 2, 1}) {
+		t.Errorf("perm (2 0 1): %v %v", got, shape)
+	}
+}
+
+// TestWindowPads checks TensorFlow's "same" arithmetic by hand.
+func TestWindowPads(t *testing.T) {
+	for _, c := range []struct {
+		in, k, s, d        int
+		pad                string
+		out, before, after int
+	}{
+		{5, 3, 2, 1, "same", 3, 1, 1},
+		{6, 3, 2, 1, "same", 3, 0, 1},
+		{4, 2, 1, 2, "same", 4, 1, 1},
+		{7, 1, 3, 1, "same", 3, 0, 0},
+		{5, 3, 2, 1, "valid", 2, 0, 0},
+		{6, 3, 1, 2, "valid", 2, 0, 0},
+	} {
+		out, b, a, err := windowPads(c.in, c.k, c.s, c.d, c.pad)
+		if err != nil || out != c.out || b != c.before || a != c.after {
+			t.Errorf("%+v: got %d %d %d %v", c, out, b, a, err)
+		}
+	}
+	if _, _, _, err := windowPads(2, 3, 1, 1, "valid"); err == nil {
+		t.Errorf("a window larger than its input was accepted")
+	}
+}
+
+// pythonWith returns /usr/bin/python3 when it imports every module, or
+// skips the test.
+func pythonWith(t *testing.T, modules ...string) string {
+	t.Helper()
+	const py = "/usr/bin/python3"
+	if out, err := exec.Command(py, "-c", "import "+strings.Join(modules, ", ")).CombinedOutput(); err != nil {
+		t.Skipf("%s cannot import %s: %v %s", py, strings.Join(modules, ", "), err, strings.TrimSpace(string(out)))
+	}
+	return py
+}
+
+// TestExportChecker runs ONNX's own checker, with full shape inference, on
+// every exported model.
+func TestExportChecker(t *testing.T) {
+	py := pythonWith(t, "onnx")
+	dir := t.TempDir()
+	for _, c := range exportCases(t) {
+		for _, opts := range [][]ExportOption{nil, {FixedBatch(2)}} {
+			p := filepath.Join(dir, c.name+".onnx")
+			if err := ExportFile(c.model, p, opts...); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			out, err := exec.Command(py, "-c", `import onnx, sys
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m, full_check=True)
+inferred = onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+print([d.dim_value or d.dim_param for d in inferred.graph.output[0].type.tensor_type.shape.dim])`, p).CombinedOutput()
+			if err != nil {
+				t.Errorf("%s (%d options): the ONNX checker refuses the export: %v\n%s", c.name, len(opts), err, out)
+				continue
+			}
+			batch := "'N'"
+			if len(opts) > 0 {
+				batch = "2"
+			}
+			want := "[" + batch
+			for _, d := range c.model.OutputShape() {
+				want += ", " + strconv.Itoa(d)
+			}
+			want += "]"
+			if got := strings.TrimSpace(string(out)); got != want {
+				t.Errorf("%s: inferred output shape %s, want %s", c.name, got, want)
+			}
+		}
+	}
+}
+
+// TestExportAgreesWithPredict evaluates every exported model with
+// testdata/torch/eval_onnx.py (PyTorch, op by op, from the ONNX
+// specification) on random inputs and compares with the nn model's Predict
+// on the reference device. With TARTAN_ONNX_EXPORT_DIR set it also leaves
+// NAME.onnx, NAME_input.npy and NAME_output.npy (Predict's) there, for
+// testdata/torch/check_ort.py --dir to compare with onnxruntime.
+func TestExportAgreesWithPredict(t *testing.T) {
+	py := pythonWith(t, "onnx", "torch", "numpy")
+	keep := os.Getenv("TARTAN_ONNX_EXPORT_DIR")
+	dir := t.TempDir()
+	for i, c := range exportCases(t) {
+		const n = 5
+		r := rand.New(rand.NewSource(int64(i)))
+		shape := append([]int{n}, c.model.InputShape()...)
+		x, err := nn.NewArray(c.input(r, n), shape...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.model.SetDevice(reference.New()); err != nil {
+			t.Fatal(err)
+		}
+		s, err := nn.FromArrays(x, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := c.model.Predict(s, nn.Verbose(0))
+		if err != nil {
+			t.Fatalf("%s: Predict: %v", c.name, err)
+		}
+		model := filepath.Join(dir, c.name+".onnx")
+		input := filepath.Join(dir, c.name+"_input.npy")
+		if err := ExportFile(c.model, model); err != nil {
+			t.Fatal(err)
+		}
+		xa, err := npy.New(x.Shape, slices.Clone(x.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := npy.WriteFile(input, xa); err != nil {
+			t.Fatal(err)
+		}
+		outDir := filepath.Join(dir, c.name+"_eval")
+		if out, err := exec.Command(py, "testdata/torch/eval_onnx.py", model, outDir, input).CombinedOutput(); err != nil {
+			t.Fatalf("%s: eval_onnx.py: %v\n%s", c.name, err, out)
+		}
+		got, err := npy.ReadFile(filepath.Join(outDir, "output_0.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Shape, want.Shape) {
+			t.Fatalf("%s: the ONNX graph gives shape %v, Predict %v", c.name, got.Shape, want.Shape)
+		}
+		worst := 0.0
+		for k, g := range got.Float32s() {
+			w := float64(want.Data[k])
+			d := math.Abs(float64(g) - w)
+			if d > 1e-5+1e-4*math.Abs(w) || math.IsNaN(float64(g)) {
+				t.Errorf("%s: element %d: ONNX %g, Predict %g", c.name, k, g, w)
+				break
+			}
+			worst = max(worst, d)
+		}
+		t.Logf("%s: %d nodes, %d outputs agree within %.2g", c.name, countNodes(t, model), len(want.Data), worst)
+		if keep != "" {
+			wa, err := npy.New(want.Shape, slices.Clone(want.Data))
+			if err == nil {
+				err = os.MkdirAll(keep, 0o755)
+			}
+			for _, f := range []struct {
+				name string
+				a    *npy.Array
+			}{{"_input.npy", xa}, {"_output.npy", wa}} {
+				if err == nil {
+					err = npy.WriteFile(filepath.Join(keep, c.name+f.name), f.a)
+				}
+			}
+			if err == nil {
+				err = ExportFile(c.model, filepath.Join(keep, c.name+".onnx"))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func countNodes(t *testing.T, path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mp pb.ModelProto
+	if err := proto.Unmarshal(b, &mp); err != nil {
+		t.Fatal(err)
+	}
+	return len(mp.GetGraph().GetNode())
+}
+
+// TestExportMultipleOutputs exports a functional model with two inputs
+// and three outputs: one is an input passed through Dropout (so an
+// Identity names it), two others are the same layer's output and a later
+// one.
+func TestExportMultipleOutputs(t *testing.T) {
+	a := nn.Input(3)
+	b := nn.Input(2)
+	h := nn.Apply(nn.Dense(4, nn.Activation("relu")), nn.Apply(nn.Concatenate(), a, b))
+	y := nn.Apply(nn.Dense(2), h)
+	m, err := nn.Functional("multi", []*nn.Node{a, b}, []*nn.Node{y, h, nn.Apply(nn.Dropout(0.1), b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, mp := exportModel(t, m)
+	g := mp.GetGraph()
+	var ins, outs []string
+	for _, v := range g.GetInput() {
+		ins = append(ins, v.GetName())
+	}
+	for _, v := range g.GetOutput() {
+		outs = append(outs, v.GetName()+strings.Join(dims(v), ","))
+	}
+	if !slices.Equal(ins, []string{"input_layer", "input_layer_1"}) {
+		t.Errorf("inputs %v", ins)
+	}
+	if !slices.Equal(outs, []string{"dense_1N,2", "denseN,4", "dropoutN,2"}) {
+		t.Errorf("outputs %v", outs)
+	}
+	if got, want := opTypes(mp), []string{"Concat", "Gemm", "Relu", "Gemm", "Identity"}; !slices.Equal(got, want) {
+		t.Errorf("ops %v, want %v", got, want)
+	}
+	if _, err := exec.LookPath("/usr/bin/python3"); err == nil {
+		py := pythonWith(t, "onnx")
+		p := filepath.Join(t.TempDir(), "multi.onnx")
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(py, "-c", "import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)", p).CombinedOutput(); err != nil {
+			t.Errorf("the ONNX checker refuses the export: %v\n%s", err, out)
+		}
+	}
+}
+
+// TestEvaluatorAgreesWithPyTorch checks testdata/torch/eval_onnx.py, the
+// evaluator behind TestExportAgreesWithPredict, against PyTorch itself:
+// it evaluates the ResNet-18 and MobileNetV2 that export_models.py exports
+// and compares with PyTorch's outputs. Skipped with -short (it takes some
+// seconds of CPU).
+func TestEvaluatorAgreesWithPyTorch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("exporting and evaluating ResNet-18 and MobileNetV2 takes a while; skipped with -short")
+	}
+	py := pythonWith(t, "onnx", "torch", "numpy")
+	dir := t.TempDir()
+	if out, err := exec.Command(py, "testdata/torch/export_models.py", dir).CombinedOutput(); err != nil {
+		t.Fatalf("export_models.py: %v\n%s", err, out)
+	}
+	for _, name := range []string{"resnet18", "mobilenet_v2"} {
+		outDir := filepath.Join(dir, name+"_eval")
+		if out, err := exec.Command(py, "testdata/torch/eval_onnx.py", filepath.Join(dir, name+".onnx"), outDir,
+			filepath.Join(dir, name+"_input.npy")).CombinedOutput(); err != nil {
+			t.Fatalf("%s: eval_onnx.py: %v\n%s", name, err, out)
+		}
+		got, err := npy.ReadFile(filepath.Join(outDir, "output_0.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := npy.ReadFile(filepath.Join(dir, name+"_output.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Shape, want.Shape) {
+			t.Fatalf("%s: shape %v, PyTorch %v", name, got.Shape, want.Shape)
+		}
+		worst := 0.0
+		for i, g := range got.Float32s() {
+			w := float64(want.Float32s()[i])
+			d := math.Abs(float64(g) - w)
+			if d > 1e-4+1e-4*math.Abs(w) {
+				t.Fatalf("%s: element %d: evaluator %g, PyTorch %g", name, i, g, w)
+			}
+			worst = max(worst, d)
+		}
+		t.Logf("%s: %d outputs agree within %.2g", name, got.Len(), worst)
+	}
+}
+
+// TestExportSharedLayer checks that a layer called twice stores its
+// weights once.
+func TestExportSharedLayer(t *testing.T) {
+	in := nn.Input(4)
+	d := nn.Dense(4)
+	h := nn.Apply(d, in)
+	m, err := nn.Functional("shared", []*nn.Node{in}, []*nn.Node{nn.Apply(nn.Add(), h, nn.Apply(d, h))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, mp := exportModel(t, m)
+	var inits []string
+	for _, i := range mp.GetGraph().GetInitializer() {
+		inits = append(inits, i.GetName())
+	}
+	if !slices.Equal(inits, []string{"dense/kernel", "dense/bias"}) {
+		t.Errorf("initializers %v", inits)
+	}
+	if got, want := opTypes(mp), []string{"Gemm", "Gemm", "Add"}; !slices.Equal(got, want) {
+		t.Errorf("ops %v, want %v", got, want)
+	}
+}

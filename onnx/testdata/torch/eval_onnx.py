@@ -1,0 +1,180 @@
+#!/usr/bin/python3
+"""Evaluates an ONNX graph with PyTorch, op by op, in float64.
+
+    eval_onnx.py MODEL.onnx OUTDIR INPUT.npy...
+
+feeds the inputs (in the graph's input order) and writes every graph output
+k to OUTDIR/output_K.npy as float32. It knows the operators the Go exporter
+(onnx/export.go) emits, each written here from the ONNX operator
+specification (opset 17) on top of torch.nn.functional; any other operator is
+an error. This machine has no ONNX runtime; check_ort.py compares with
+onnxruntime where one exists.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+
+def attrs(node):
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def pad_input(x, pads, value):
+    """Pads the spatial dims of (N, C, D...) by ONNX pads [b1.., e1..]."""
+    r = len(pads) // 2
+    spec = []
+    for d in reversed(range(r)):
+        spec += [pads[d], pads[d + r]]
+    return F.pad(x, spec, value=value)
+
+
+def conv(x, w, b=None, kernel_shape=None, strides=None, dilations=None, pads=None, group=1):
+    r = w.dim() - 2
+    strides = strides or [1] * r
+    dilations = dilations or [1] * r
+    pads = pads or [0] * (2 * r)
+    x = pad_input(x, pads, 0.0)
+    f = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[r]
+    return f(x, w, b, stride=strides, dilation=dilations, groups=group)
+
+
+def pool(x, kind, kernel_shape, strides=None, pads=None, count_include_pad=0, ceil_mode=0):
+    assert ceil_mode == 0
+    r = len(kernel_shape)
+    strides = strides or [1] * r
+    pads = pads or [0] * (2 * r)
+    f = {1: F.max_pool1d, 2: F.max_pool2d}[r] if kind == "max" else {1: F.avg_pool1d, 2: F.avg_pool2d}[r]
+    if kind == "max":
+        return f(pad_input(x, pads, -float("inf")), kernel_shape, strides)
+    s = f(pad_input(x, pads, 0.0), kernel_shape, strides)
+    if count_include_pad:
+        return s
+    ones = pad_input(torch.ones_like(x[:1, :1]), pads, 0.0)
+    return s / f(ones, kernel_shape, strides)
+
+
+def reshape(x, shape):
+    shape = [int(d) for d in shape]
+    out = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return x.reshape(out)
+
+
+def cast(x, to):
+    if to == onnx.TensorProto.FLOAT:
+        return x.to(torch.float64)
+    if to == onnx.TensorProto.INT64:
+        return torch.trunc(x).to(torch.int64) if x.is_floating_point() else x.to(torch.int64)
+    if to == onnx.TensorProto.BOOL:
+        return x != 0
+    raise ValueError("Cast to %d is not handled" % to)
+
+
+OPS = {
+    "Identity": lambda x: x,
+    "Constant": lambda value: tensor(numpy_helper.to_array(value)),
+    "Transpose": lambda x, perm: x.permute(*perm),
+    "Conv": conv,
+    "MaxPool": lambda x, **a: pool(x, "max", **a),
+    "AveragePool": lambda x, **a: pool(x, "avg", **a),
+    "GlobalAveragePool": lambda x: x.mean(dim=tuple(range(2, x.dim())), keepdim=True),
+    "GlobalMaxPool": lambda x: x.amax(dim=tuple(range(2, x.dim())), keepdim=True),
+    "Flatten": lambda x, axis=1: x.reshape(int(np.prod(x.shape[:axis])), -1),
+    "BatchNormalization": lambda x, s, b, m, v, epsilon=1e-5, momentum=0.9, training_mode=0: (
+        (x - m.reshape(-1, *[1] * (x.dim() - 2))) / torch.sqrt(v.reshape(-1, *[1] * (x.dim() - 2)) + epsilon)
+        * s.reshape(-1, *[1] * (x.dim() - 2)) + b.reshape(-1, *[1] * (x.dim() - 2))),
+    "LayerNormalization": lambda x, s, b=None, axis=-1, epsilon=1e-5: layer_norm(x, s, b, axis, epsilon),
+    "Gemm": lambda a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0: (
+        alpha * ((a.T if transA else a) @ (b.T if transB else b)) + (0 if c is None else beta * c)),
+    "MatMul": torch.matmul,
+    "Add": torch.add,
+    "Sub": torch.sub,
+    "Mul": torch.mul,
+    "Div": torch.div,
+    "Min": torch.minimum,
+    "And": torch.logical_and,
+    "Less": torch.lt,
+    "GreaterOrEqual": torch.ge,
+    "Where": torch.where,
+    "Relu": torch.relu,
+    "Clip": lambda x, lo=None, hi=None: torch.clamp(x, lo, hi),
+    "Sigmoid": torch.sigmoid,
+    "Tanh": torch.tanh,
+    "Softmax": lambda x, axis=-1: torch.softmax(x, axis),
+    "LogSoftmax": lambda x, axis=-1: torch.log_softmax(x, axis),
+    "Elu": lambda x, alpha=1.0: torch.where(x < 0, alpha * (torch.exp(x) - 1), x),
+    "Erf": torch.erf,
+    "Softplus": lambda x: torch.log(torch.exp(x) + 1),
+    "LeakyRelu": lambda x, alpha=0.01: torch.where(x < 0, alpha * x, x),
+    "Sqrt": torch.sqrt,
+    "ReduceMean": lambda x, axes, keepdims=1: x.mean(dim=tuple(axes), keepdim=bool(keepdims)),
+    "ReduceMax": lambda x, axes, keepdims=1: x.amax(dim=tuple(axes), keepdim=bool(keepdims)),
+    "Reshape": lambda x, shape, allowzero=0: reshape(x, shape.tolist()),
+    "Concat": lambda *xs, axis: torch.cat(xs, axis),
+    "Cast": cast,
+    "Gather": lambda x, i, axis=0: torch.index_select(x, axis, i.reshape(-1)).reshape(
+        *x.shape[:axis], *i.shape, *x.shape[axis + 1:]),
+    "Unsqueeze": lambda x, axes: unsqueeze(x, axes.tolist()),
+}
+
+
+def layer_norm(x, s, b, axis, epsilon):
+    axis = axis % x.dim()
+    dims = tuple(range(axis, x.dim()))
+    mean = x.mean(dim=dims, keepdim=True)
+    d = x - mean
+    y = d / torch.sqrt((d * d).mean(dim=dims, keepdim=True) + epsilon) * s
+    return y if b is None else y + b
+
+
+def unsqueeze(x, axes):
+    r = x.dim() + len(axes)
+    for a in sorted(a % r for a in axes):
+        x = x.unsqueeze(a)
+    return x
+
+
+def tensor(a):
+    t = torch.from_numpy(np.array(a))
+    return t.to(torch.float64) if t.is_floating_point() else t
+
+
+def evaluate(model, inputs):
+    env = {}
+    for init in model.graph.initializer:
+        env[init.name] = tensor(numpy_helper.to_array(init))
+    names = [i.name for i in model.graph.input if i.name not in env]
+    if len(names) != len(inputs):
+        raise ValueError("the graph has %d inputs, %d given" % (len(names), len(inputs)))
+    for n, x in zip(names, inputs):
+        env[n] = tensor(x)
+    for node in model.graph.node:
+        f = OPS.get(node.op_type)
+        if f is None or node.domain not in ("", "ai.onnx"):
+            raise ValueError("operator %s (node %s) is not handled" % (node.op_type, node.name))
+        args = [env[i] if i else None for i in node.input]
+        while args and args[-1] is None:
+            args.pop()
+        out = f(*args, **attrs(node))
+        env[node.output[0]] = out
+    return [env[o.name] for o in model.graph.output]
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: eval_onnx.py MODEL.onnx OUTDIR INPUT.npy...")
+    model = onnx.load(sys.argv[1])
+    inputs = [np.load(p) for p in sys.argv[3:]]
+    with torch.no_grad():
+        outs = evaluate(model, inputs)
+    os.makedirs(sys.argv[2], exist_ok=True)
+    for k, y in enumerate(outs):
+        np.save(os.path.join(sys.argv[2], "output_%d.npy" % k), y.numpy().astype(np.float32))
+
+
+if __name__ == "__main__":
+    main()
