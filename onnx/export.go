@@ -412,14 +412,6 @@ func (e *exporter) scalar(base string, v float64) string {
 	return e.initF32(base, nil, []float32{float32(v)})
 }
 
-func int64s(v []int) []int64 {
-	out := make([]int64, len(v))
-	for i, x := range v {
-		out[i] = int64(x)
-	}
-	return out
-}
-
 // toCF and fromCF are the permutations between the channels-last and
 // channels-first layouts of a tensor of full rank r.
 func toCF(r int) []int {

@@ -101,8 +101,9 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&so.maxSeconds, "max-seconds", 3, "with --suite: end an entry's timed steps after this many seconds")
 	fs.IntVar(&so.warmup, "warmup", 2, "with --suite: untimed steps before timing")
 	fs.IntVar(&so.threads, "threads", 0, "with --suite: CPU threads (GOMAXPROCS; default: all)")
-	fs.IntVar(&so.batch, "batch", 0, "with --suite: run every entry at this batch size (default: each entry's)")
+	fs.IntVar(&so.batch, "batch", 0, "with --suite: run every entry at this batch size (default: each entry's); with --onnx: the batch")
 	fs.BoolVar(&so.warmCache, "warm-cache", false, "with --suite: keep the usual program caches (compile seconds then show cache loads)")
+	onnxPath := fs.String("onnx", "", "measure inference of the ONNX model `FILE` instead (--batch sets its open leading dimension, default 1)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -117,6 +118,29 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 		if _, err := checkOutputs(outputFlag{"json", *jsonPath}); err != nil {
 			return err
 		}
+	}
+	if *onnxPath != "" {
+		if so.suite {
+			return usageError("--onnx and --suite are two different benchmarks: give one")
+		}
+		var other []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "fragments", "only", "peer", "from", "max-seconds", "warmup", "threads", "warm-cache", "repeat":
+				other = append(other, "--"+f.Name)
+			}
+		})
+		if len(other) > 0 {
+			return usageError("%s do not apply with --onnx", strings.Join(other, ", "))
+		}
+		batch := so.batch
+		if batch == 0 {
+			batch = 1
+		}
+		if batch < 0 {
+			return usageError("--batch %d must be positive", batch)
+		}
+		return onnxBench(*onnxPath, batch, *steps*10, *devID, *jsonPath, stdout, stderr)
 	}
 	if so.suite {
 		so.steps, so.device, so.json = *steps, *devID, *jsonPath

@@ -10,10 +10,12 @@
 //	tartan predict MODEL IMAGE... [--device ID] [--top 3] [--invert auto|yes|no]
 //	               [--json FILE]
 //	tartan summary MODEL
+//	tartan run MODEL.onnx [--input [NAME=]FILE]... [--device ID] [--out DIR] [--json FILE]
 //	tartan devices [--json]
 //	tartan setup [--device ID --yes]
 //	tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
 //	tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]
+//	tartan bench --onnx MODEL.onnx [--batch N] [--device ID] [--json FILE]
 //
 // MODEL (and a --model FILE) is a model saved by tartan fit --save: its
 // architecture, weights and class names in one safetensors file. An ONNX
@@ -58,7 +60,15 @@
 // for a model that ends in logits. summary prints a saved model's layers,
 // parameters and class names.
 //
-// devices lists the devices a run can use and which is recommended. setup
+// run runs an ONNX model once: each --input binds a graph input to a
+// TensorProto (.pb) or NumPy (.npy) file, by name (NAME=FILE) or, unnamed,
+// in the order of the graph's inputs; it prints the inputs and outputs, the
+// device and the compile and run times, and with --out DIR writes each
+// output to DIR/NAME.npy. bench --onnx measures an ONNX model's inference
+// latency and throughput on random inputs at --batch N (its open leading
+// dimension).
+//
+// devices lists the devices a run can use, which one a run uses and why. setup
 // chooses the default device (asking, or with --device ID --yes), checks it
 // and saves it in $XDG_CONFIG_HOME/tartan/config.json; only a yes saves:
 // "no", or input that ends before an answer (such as setup run with
@@ -136,6 +146,9 @@ var commands = map[string]command{
 	},
 	"summary": func(args []string, _ io.Reader, stdout, _ io.Writer) error {
 		return summaryCommand(args, stdout)
+	},
+	"run": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return runCommand(args, stdout, stderr)
 	},
 	"devices": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return devicesCommand(args, stdout, stderr)
@@ -224,10 +237,13 @@ func usage(w io.Writer) {
   tartan predict MODEL IMAGE... [--device ID] [--top 3] [--invert auto|yes|no]
                  [--json FILE]
   tartan summary MODEL
+  tartan run MODEL.onnx [--input [NAME=]FILE]... [--device ID] [--out DIR]
+             [--json FILE]
   tartan devices [--json]
   tartan setup [--device ID --yes]
   tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
   tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]
+  tartan bench --onnx MODEL.onnx [--batch N] [--device ID] [--json FILE]
 
 fit trains a model on Fashion-MNIST (NAME: fashion-cnn, fashion-mlp); MODEL and
 FILE are models saved by tartan fit --save. Run "tartan COMMAND --help" for the
