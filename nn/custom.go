@@ -202,6 +202,15 @@ func Custom(className string, def LayerDef, opts ...LayerOption) Layer {
 	return newCustom(class, def, common(s), err)
 }
 
+// LayerDefOf returns the LayerDef of a layer made by Custom (or rebuilt by
+// Load from a registered class), nil for any other layer.
+func LayerDefOf(l Layer) LayerDef {
+	if c, ok := l.(*customLayer); ok {
+		return c.def
+	}
+	return nil
+}
+
 func newCustom(class string, def LayerDef, cfg layerCommon, err error) Layer {
 	return &customLayer{layerBase: newBase(class, cfg.Name, cfg.Trainable, err), def: def}
 }

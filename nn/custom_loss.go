@@ -28,7 +28,8 @@ func (f customLossOption) applyCustomLoss(l *customLoss) { f(l) }
 // categorical cross-entropy does: yTrue has the output's shape without its
 // last axis, whose size is the number of classes, and holds whole numbers
 // (as float32) from 0 to classes − 1, which Fit and Evaluate check before
-// running.
+// running. The metric name "accuracy" does not know such a loss's
+// targets; use SparseCategoricalAccuracy with it.
 func LabelTargets() CustomLossOption {
 	return customLossOption(func(l *customLoss) { l.labels = true })
 }

@@ -277,6 +277,46 @@ func TestCustomFunctionalShared(t *testing.T) {
 	}
 }
 
+// mix is a·w + b·(1 − w) of two inputs of one shape, with w a scalar
+// weight.
+type mix struct{ w *Weight }
+
+func (m *mix) Build(b *LayerBuilder, in []tile.Shape) (tile.Shape, error) {
+	if len(in) != 2 || !in[0].Equal(in[1]) {
+		return nil, fmt.Errorf("takes two inputs of one shape, got %v", in)
+	}
+	m.w = b.AddWeight("w", tile.Shape{}, Constant(0.25), true)
+	return in[0], nil
+}
+
+func (m *mix) Call(c *CallContext, in []*tile.Tensor) *tile.Tensor {
+	g := c.Graph()
+	w := c.Weight(m.w)
+	return g.Add(g.Mul(in[0], w), g.Mul(in[1], g.Sub(g.Scalar(1, tile.Float32), w)))
+}
+
+// TestCustomMultipleInputs mixes a Dense layer's output with the input it
+// came from: with the kernel 2·I and no bias, x → 0.25·2x + 0.75·x =
+// 1.25·x. Building it on inputs of different shapes is an error.
+func TestCustomMultipleInputs(t *testing.T) {
+	x := Input(2)
+	y := Apply(Custom("Mix", &mix{}), Apply(Dense(2, UseBias(false)), x), x)
+	m := must(t)(Functional("mixed", []*Node{x}, []*Node{y}))
+	setWeight(t, m, "dense/kernel", []int{2, 2}, 2, 0, 0, 2)
+	if err := m.SetDevice(testDevice()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Predict(samples(t, []float32{4, -8}, []int{2}, nil, nil), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Data[0] != 5 || p.Data[1] != -10 {
+		t.Errorf("Predict = %v, want [5 -10]", p.Data)
+	}
+	bad := Apply(Custom("Mix", &mix{}), x, Input(3))
+	customErrText(t, bad.Err(), `nn: Mix on input [(None, 2), (None, 3)]: takes two inputs of one shape, got [[2] [3]]`)
+}
+
 // TestCustomSaveLoad saves a model of registered custom layers and a
 // registered Lambda, from a ModelCheckpoint callback, loads it and
 // compares predictions, weights and architecture; it then resumes the
@@ -310,6 +350,12 @@ func TestCustomSaveLoad(t *testing.T) {
 	}
 	if d := archDiff(a, b); d != "" || !strings.Contains(string(a), `{"class_name":"TileDense","config":{"name":"tile_dense","trainable":true,"config":{"relu":true,"units":4}}}`) {
 		t.Errorf("architectures differ (%s):\n%s\n%s", d, a, b)
+	}
+	if d, ok := LayerDefOf(back.Layer("tile_dense")).(*tileDense); !ok || d.units != 4 || !d.relu {
+		t.Errorf("Load rebuilt tile_dense as %#v", LayerDefOf(back.Layer("tile_dense")))
+	}
+	if LayerDefOf(back.Layer("lambda")) != nil {
+		t.Error("LayerDefOf of a Lambda should be nil")
 	}
 	if got, want := back.Summary(), m.Summary(); got != want {
 		t.Errorf("Summary after Load:\n%s\nwant\n%s", got, want)
