@@ -53,8 +53,8 @@ func (d *tileDense) Config() map[string]any { return map[string]any{"units": d.u
 // newTileDense is the factory registered for class TileDense.
 func newTileDense(cfg map[string]any) (LayerDef, error) {
 	units, ok := cfg["units"].(float64)
-	if !ok || units != math.Trunc(units) || units < 1 {
-		return nil, fmt.Errorf("units %v is not a positive whole number", cfg["units"])
+	if !ok || units != math.Trunc(units) || units < 1 || units > 1<<20 {
+		return nil, fmt.Errorf("units %v is not a whole number from 1 to 2^20", cfg["units"])
 	}
 	relu, _ := cfg["relu"].(bool)
 	return &tileDense{units: int(units), relu: relu}, nil
