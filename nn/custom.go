@@ -230,18 +230,66 @@ func (l *customLayer) build(in []tile.Shape) (tile.Shape, error) {
 			return nil, fmt.Errorf("Build returned the output shape %s, which has a dimension below 1", fmtShape(out))
 		}
 	}
-	return out.Clone(), nil
+	out = out.Clone()
+	if err := l.dryRun(in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// placeholderBatch is the batch size of the graphs on which layers are
+// tried when they are built.
+const placeholderBatch = 2
+
+// dryRun calls the layer once, as an inference step would, on a graph of
+// its own with a placeholder batch, so that a Call that fails or returns
+// the wrong shape is reported when the model is built rather than when it
+// first runs.
+func (l *customLayer) dryRun(in []tile.Shape, out tile.Shape) error {
+	g := tile.NewGraph("custom_layer_check")
+	c := &callContext{g: g, vars: map[*Weight]*tile.Tensor{}, logits: map[*tile.Tensor]*logits{}}
+	for i, w := range l.weights {
+		c.vars[w] = g.Variable(fmt.Sprintf("w%d", i), tile.Float32, w.shape)
+	}
+	xs := make([]*tile.Tensor, len(in))
+	for i, s := range in {
+		xs[i] = g.Input(fmt.Sprintf("x%d", i), tile.Float32, batchShape(placeholderBatch, s))
+	}
+	l.callFor(c, xs, out)
+	err := g.Err()
+	if err == nil {
+		return nil
+	}
+	var te *tile.Error
+	if errors.As(err, &te) && te.Op == l.op() {
+		err = errors.New(te.Msg) // the layer is named around it
+	}
+	return fmt.Errorf("checked in inference mode: %w", err)
 }
 
 func (l *customLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
-	cc := &CallContext{c: c, l: l, batch: in[0].Dim(0)}
-	return checkResult(c.g, l.name, "Call", l.def.Call(cc, in), batchShape(cc.batch, l.outShape), fmtShape(l.outShape))
+	return l.callFor(c, in, l.outShape)
 }
 
-// checkResult checks that a layer's function returned a float32 tensor of
-// shape want on g, and records an error naming what returned it otherwise.
-// declared describes where want comes from.
-func checkResult(g *tile.Graph, layer, what string, y *tile.Tensor, want tile.Shape, declared string) *tile.Tensor {
+// callFor calls the layer, whose per-sample output shape is out.
+func (l *customLayer) callFor(c *callContext, in []*tile.Tensor, out tile.Shape) *tile.Tensor {
+	cc := &CallContext{c: c, l: l, batch: in[0].Dim(0)}
+	return checkResult(c.g, l.op(), "Call", l.def.Call(cc, in), batchShape(cc.batch, out), "Build declared the output "+fmtShape(out))
+}
+
+// op is the name graph errors of the layer give as their op: the layer's
+// name, or before it has one its class's default name.
+func (l *customLayer) op() string {
+	if l.name != "" {
+		return l.name
+	}
+	return snakeCase(l.class)
+}
+
+// checkResult checks that a layer's function (what) returned a float32
+// tensor of shape want on g, and records an error naming it otherwise.
+// source says where want comes from: "Build declared the output (None, 2)".
+func checkResult(g *tile.Graph, layer, what string, y *tile.Tensor, want tile.Shape, source string) *tile.Tensor {
 	if g.Err() != nil {
 		return y // the graph reports its first error
 	}
@@ -255,7 +303,7 @@ func checkResult(g *tile.Graph, layer, what string, y *tile.Tensor, want tile.Sh
 	case y.DType() != tile.Float32:
 		return g.Errorf(layer, "%s returned %s values, want f32", what, y.DType())
 	case !y.Shape().Equal(want):
-		return g.Errorf(layer, "%s returned shape %s, but the output is %s: want %s for a batch of %d", what, fmtDims(y.Shape()), declared, fmtDims(want), want[0])
+		return g.Errorf(layer, "%s returned shape %s for a batch of %d, but %s", what, fmtDims(y.Shape()), want[0], source)
 	}
 	return y
 }
@@ -347,7 +395,7 @@ func (c *CallContext) BatchSize() int { return c.batch }
 // by AddWeight: float32 of the weight's shape.
 func (c *CallContext) Weight(w *Weight) *tile.Tensor {
 	if err := c.own(w); err != nil {
-		return c.c.g.Errorf(c.l.name, "Weight: %v", err)
+		return c.c.g.Errorf(c.l.op(), "Weight: %v", err)
 	}
 	return c.c.v(w)
 }
@@ -358,10 +406,14 @@ func (c *CallContext) own(w *Weight) error {
 		return errors.New("nil weight")
 	}
 	if w.layer != &c.l.layerBase || !slices.Contains(c.l.weights, w) {
-		return fmt.Errorf("%s is not a weight of layer %s (declare it with AddWeight in its Build)", w.Name(), c.l.name)
+		return fmt.Errorf("%s is not a weight of layer %s (declare it with AddWeight in its Build)", w.Name(), c.l.op())
 	}
 	return nil
 }
+
+// weightName names one of the layer's weights, also before the layer is
+// named.
+func (c *CallContext) weightName(w *Weight) string { return c.l.op() + "/" + w.short }
 
 // Random returns uniform float32 numbers in [0, 1) of the given shape,
 // drawn on the device from the step's seed, for dropout-like layers: every
@@ -372,7 +424,7 @@ func (c *CallContext) own(w *Weight) error {
 func (c *CallContext) Random(shape tile.Shape) *tile.Tensor {
 	g := c.c.g
 	if !c.c.training || c.c.seed == nil {
-		return g.Errorf(c.l.name, "Random draws only in training steps; check Training() first")
+		return g.Errorf(c.l.op(), "Random draws only in training steps; check Training() first")
 	}
 	c.l.mu.Lock()
 	if c.l.drawGraph != g {
@@ -394,18 +446,18 @@ func (c *CallContext) Random(shape tile.Shape) *tile.Tensor {
 func (c *CallContext) Update(w *Weight, value *tile.Tensor) {
 	g := c.c.g
 	if err := c.own(w); err != nil {
-		g.Errorf(c.l.name, "Update: %v", err)
+		g.Errorf(c.l.op(), "Update: %v", err)
 		return
 	}
 	switch {
 	case !c.c.training:
-		g.Errorf(c.l.name, "Update of %s: weights are updated only in training steps; check Training() first", w.Name())
+		g.Errorf(c.l.op(), "Update of %s: weights are updated only in training steps; check Training() first", c.weightName(w))
 	case w.trainable:
-		g.Errorf(c.l.name, "Update of %s: the weight is trainable, so the optimizer updates it; declare it non-trainable", w.Name())
+		g.Errorf(c.l.op(), "Update of %s: the weight is trainable, so the optimizer updates it; declare it non-trainable", c.weightName(w))
 	case !value.Valid() || value.Graph() != g:
-		g.Errorf(c.l.name, "Update of %s: the value is nil, invalid or of another graph", w.Name())
+		g.Errorf(c.l.op(), "Update of %s: the value is nil, invalid or of another graph", c.weightName(w))
 	case value.DType() != tile.Float32 || !value.Shape().Equal(w.shape):
-		g.Errorf(c.l.name, "Update of %s: the value is %s%s, want f32%s", w.Name(), value.DType(), fmtDims(value.Shape()), fmtDims(w.shape))
+		g.Errorf(c.l.op(), "Update of %s: the value is %s%s, want f32%s", c.weightName(w), value.DType(), fmtDims(value.Shape()), fmtDims(w.shape))
 	default:
 		c.c.updates = append(c.c.updates, weightUpdate{w: w, value: value})
 	}

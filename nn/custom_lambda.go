@@ -18,7 +18,8 @@ type LambdaFunc func(g *tile.Graph, x *tile.Tensor) *tile.Tensor
 // Lambda returns a layer without weights that applies fn to its single
 // input, as Keras's Lambda does. Its output shape is inferred by calling
 // fn on placeholder batches of 2 and 3 samples, unless the OutputShape
-// option declares it. It accepts the options OutputShape, Name and
+// option declares it (then fn first runs, and the shape is checked, when a
+// step is built). It accepts the options OutputShape, Name and
 // Trainable.
 //
 // Go functions cannot be saved: Save (and SaveCheckpoint, Architecture) of
@@ -135,10 +136,10 @@ func (l *lambdaLayer) build(in []tile.Shape) (tile.Shape, error) {
 		return nil, err
 	}
 	if l.declared != nil {
-		return l.declared.Clone(), nil
+		return l.declared.Clone(), nil // checked when the function runs
 	}
 	var out tile.Shape
-	for _, n := range []int{2, 3} {
+	for _, n := range []int{placeholderBatch, placeholderBatch + 1} {
 		g := tile.NewGraph("lambda_output_shape")
 		y := l.fn(g, g.Input("x", tile.Float32, batchShape(n, s)))
 		placeholder := fmtDims(batchShape(n, s))
@@ -158,7 +159,11 @@ func (l *lambdaLayer) build(in []tile.Shape) (tile.Shape, error) {
 }
 
 func (l *lambdaLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
-	return checkResult(c.g, l.name, "the function", l.fn(c.g, in[0]), batchShape(in[0].Dim(0), l.outShape), fmtShape(l.outShape))
+	source := "OutputShape declared the output " + fmtShape(l.outShape)
+	if l.declared == nil {
+		source = "it gave " + fmtShape(l.outShape) + " on placeholder batches"
+	}
+	return checkResult(c.g, l.name, "the function", l.fn(c.g, in[0]), batchShape(in[0].Dim(0), l.outShape), source)
 }
 
 func (l *lambdaLayer) config() any {

@@ -399,12 +399,16 @@ func TestCustomErrors(t *testing.T) {
 	_, err = Sequential("m", Input(3), Custom("Bad", badWeight{}))
 	customErrText(t, err, `nn: Sequential "m": layer 1 of 1 (Bad "bad") on input (None, 3): AddWeight "kernel": shape (3, 0) has a dimension below 1`)
 
-	m = must(t)(Sequential("m", Input(3), Custom("Wrong", wrongShape{})))
-	if err := m.SetDevice(testDevice()); err != nil {
+	// A Call that returns the wrong shape is found when the model is built,
+	// or, when it does so only in training, when Fit builds the step.
+	_, err = Sequential("m", Input(3), Custom("Wrong", wrongShape{}))
+	customErrText(t, err, `nn: Sequential "m": layer 1 of 1 (Wrong "wrong") on input (None, 3): checked in inference mode: Call returned shape (2, 3) for a batch of 2, but Build declared the output (None, 2)`)
+	m = must(t)(Sequential("m", Input(3), Dense(3), Custom("Wrong", wrongInTraining{})))
+	if err := m.Compile(SGD(0.1), MeanSquaredError(), OnDevice(testDevice())); err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.Predict(customRegression(t, 4), quiet)
-	customErrText(t, err, `nn: layer wrong (Wrong): tile: wrong: Call returned shape (4, 3), but the output is (None, 2): want (4, 2) for a batch of 4`)
+	_, err = m.Fit(samples(t, make([]float32, 12), []int{3}, make([]float32, 12), []int{3}), BatchSize(4), quiet)
+	customErrText(t, err, `nn: layer wrong (Wrong): tile: wrong: Call returned shape (4, 2) for a batch of 4, but Build declared the output (None, 3)`)
 
 	m = must(t)(Sequential("m", Input(3), Lambda(func(g *tile.Graph, x *tile.Tensor) *tile.Tensor { return g.Neg(x) })))
 	customErrText(t, m.Save(path), `nn: layer lambda (Lambda) runs a Go function, which cannot be saved; register the function with nn.RegisterLambda(name, fn) and make the layer with nn.RegisteredLambda(name), or save the weights alone with SaveWeights`)
@@ -426,12 +430,8 @@ func TestCustomErrors(t *testing.T) {
 	customErrText(t, err, `nn: Sequential "m": layer 1 of 1 (Lambda "lambda"): function "cube" is not registered; call nn.RegisterLambda("cube", fn) first`)
 
 	// A Random draw outside training, an Update of a trainable weight.
-	m = must(t)(Sequential("m", Input(3), Custom("Noisy", noisy{})))
-	if err := m.SetDevice(testDevice()); err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.Predict(customRegression(t, 4), quiet)
-	customErrText(t, err, `nn: layer noisy (Noisy): tile: noisy: Random draws only in training steps; check Training() first`)
+	_, err = Sequential("m", Input(3), Custom("Noisy", noisy{}))
+	customErrText(t, err, `nn: Sequential "m": layer 1 of 1 (Noisy "noisy") on input (None, 3): checked in inference mode: Random draws only in training steps; check Training() first`)
 	m = must(t)(Sequential("m", Input(2), Custom("Pushy", &pushy{})))
 	if err := m.Compile(SGD(0.1), MeanSquaredError(), OnDevice(testDevice())); err != nil {
 		t.Fatal(err)
@@ -463,6 +463,18 @@ type wrongShape struct{}
 
 func (wrongShape) Build(*LayerBuilder, []tile.Shape) (tile.Shape, error) { return tile.Shape{2}, nil }
 func (wrongShape) Call(c *CallContext, in []*tile.Tensor) *tile.Tensor   { return in[0] }
+
+// wrongInTraining keeps its input's shape, except in training, where it
+// drops the last feature.
+type wrongInTraining struct{}
+
+func (wrongInTraining) Build(_ *LayerBuilder, in []tile.Shape) (tile.Shape, error) { return in[0], nil }
+func (wrongInTraining) Call(c *CallContext, in []*tile.Tensor) *tile.Tensor {
+	if c.Training() {
+		return c.Graph().Slice(in[0], []int{0, 0}, []int{c.BatchSize(), 2}, nil)
+	}
+	return in[0]
+}
 
 // noisy draws noise whether or not it trains.
 type noisy struct{}
@@ -587,7 +599,7 @@ func TestLambda(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := m.Predict(customRegression(t, 4), quiet)
-	customErrText(t, err, `nn: layer lambda (Lambda): tile: lambda: the function returned shape (4, 1), but the output is (None, 3): want (4, 3) for a batch of 4`)
+	customErrText(t, err, `nn: layer lambda (Lambda): tile: lambda: the function returned shape (4, 1) for a batch of 4, but OutputShape declared the output (None, 3)`)
 	total := func(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
 		return tile.ParseContraction(g, "S[o : 1] = +(X[n, k])", map[string]*tile.Tensor{"X": x}, nil)
 	}
