@@ -29,7 +29,10 @@ import (
 // layer and its input shapes.
 //
 // Call is called every time a step's graph is built (each kind of step and
-// batch size: training, evaluation, prediction) with the layer's inputs,
+// batch size: training, evaluation, prediction), and once when the layer is
+// built, on a graph of its own in inference mode with a placeholder batch of
+// 2, so that its mistakes are reported by the model constructor. It gets
+// the layer's inputs,
 // float32 tensors whose first dimension is the batch, (c.BatchSize(),
 // in[i]...); it returns the output, float32 of shape (c.BatchSize(),
 // out...) with out the shape Build returned. It builds on c.Graph() with the

@@ -793,8 +793,33 @@ func TestCustomOptimizer(t *testing.T) {
 					}
 				}
 			}
-			if c.slot != "" && !models[1].st.has(c.slot) {
-				t.Errorf("no slot %s", c.slot)
+			if c.slot == "" {
+				return
+			}
+			// The slots go into checkpoints and come back.
+			want, err := models[1].st.f32(c.slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "ck.safetensors")
+			if err := models[1].SaveCheckpoint(path, 5); err != nil {
+				t.Fatal(err)
+			}
+			fresh := must(t)(Sequential("m", Input(3), Dense(4, Activation("relu")), Dense(2)))
+			if err := fresh.Compile(c.custom, MeanSquaredError(), OnDevice(testDevice())); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fresh.LoadCheckpoint(path); err != nil {
+				t.Fatal(err)
+			}
+			got, err := fresh.st.f32(c.slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%s[%d] = %v after LoadCheckpoint, %v before", c.slot, i, got[i], want[i])
+				}
 			}
 		})
 	}
