@@ -53,6 +53,9 @@ type archNode struct {
 func (m *Model) Architecture() ([]byte, error) {
 	doc := archDoc{Format: archFormat, Version: 1, ClassName: m.class, Name: m.name}
 	for _, l := range m.layers {
+		if err := savable(l); err != nil {
+			return nil, err
+		}
 		cfg, err := json.Marshal(l.config())
 		if err != nil {
 			return nil, fmt.Errorf("nn: encoding layer %s: %w", layerDesc(l), err)
@@ -307,7 +310,7 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 			l = newEmbedding(c, nil)
 		}
 	default:
-		return nil, nil, fmt.Errorf("unknown layer class %q", al.ClassName)
+		return decodeCustom(al) // a Lambda or a registered class
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: %w", err)

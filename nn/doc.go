@@ -50,6 +50,17 @@
 //     on load, and a load rejects non-finite weights and negative second
 //     moments. WriteSafetensors describes the checksums.
 //
+// Everything a model computes is a tile graph, and the package's extension
+// points hand that graph to code of your own. A layer implements LayerDef
+// (Build declares weights through LayerBuilder.AddWeight and returns the
+// output shape; Call builds the output on CallContext.Graph) and becomes a
+// Layer through Custom; RegisterLayer lets Load rebuild it, as Keras's
+// custom_objects does. Lambda wraps a function without weights;
+// CustomLoss, CustomMetric and CustomOptimizer (with an OptimizerDef) do
+// the same for losses, metrics and optimizers. Gradients come from package
+// grad, so code written with tile.ParseContraction or package op trains in
+// the compiled step like the built-ins, on every backend.
+//
 // Building checks sizes before allocating: every shape must fit in
 // tile.MaxBytes without overflowing, and the weights (4 bytes a parameter)
 // in the machine's memory. Fit, Evaluate and Predict clamp the batch size
