@@ -306,6 +306,41 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			l = newEmbedding(c, nil)
 		}
+	case "ZeroPadding2D", "Cropping2D":
+		var c padCropConfig
+		if err = dec(&c); err == nil {
+			l = newPadCrop(al.ClassName, c, nil)
+		}
+	case "UpSampling2D":
+		var c upSamplingConfig
+		if err = dec(&c); err == nil {
+			l = newUpSampling(c, nil)
+		}
+	case "Rescaling":
+		var c rescalingConfig
+		if err = dec(&c); err == nil {
+			l = newRescaling(c, nil)
+		}
+	case "Conv2DTranspose":
+		var c convTransposeConfig
+		if err = dec(&c); err == nil {
+			l = newConvTranspose(c, nil)
+		}
+	case "SeparableConv2D":
+		var c separableConfig
+		if err = dec(&c); err == nil {
+			l = newSeparable(c, nil)
+		}
+	case "MaxPooling1D", "AveragePooling1D":
+		var c poolConfig
+		if err = dec(&c); err == nil {
+			l = newPool1D(al.ClassName, c, nil)
+		}
+	case "GlobalAveragePooling1D", "GlobalMaxPooling1D":
+		var c layerCommon
+		if err = dec(&c); err == nil {
+			l = newGlobalPool1D(al.ClassName, c, nil)
+		}
 	default:
 		return nil, nil, fmt.Errorf("unknown layer class %q", al.ClassName)
 	}

@@ -166,6 +166,7 @@ type layerSettings struct {
 	trainable   bool
 	maxValue    *float64
 	slope       float64
+	ext         layerExt // the options of layer_options.go
 }
 
 // layerOption is a LayerOption that sets one field.
