@@ -203,7 +203,7 @@ func TestSpatialLayersSaveLoad(t *testing.T) {
 		{"rescaling (Rescaling)", "(None, 6, 6, 2)", " 0 "},
 		{"zero_padding2d (ZeroPadding2D)", "(None, 8, 10, 2)", " 0 "},
 		{"cropping2d (Cropping2D)", "(None, 7, 8, 2)", " 0 "},
-		{"separable_conv2d (SeparableConv2D)", "(None, 7, 8, 3)", " 51 "}, // 3·3·2·2 + 4·3 + 3
+		{"separable_conv2d (SeparableConv2D)", "(None, 7, 8, 3)", " 51 "},   // 3·3·2·2 + 4·3 + 3
 		{"conv2d_transpose (Conv2DTranspose)", "(None, 14, 16, 2)", " 56 "}, // 3·3·2·3 + 2; (7 − 1)·2 + 3 − 2 + 1
 		{"up_sampling2d (UpSampling2D)", "(None, 14, 32, 2)", " 0 "},
 		{"max_pooling1d (MaxPooling1D)", "(None, 112, 4)", " 0 "},
