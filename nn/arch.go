@@ -341,6 +341,16 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			l = newGlobalPool1D(al.ClassName, c, nil)
 		}
+	case "RandomFlip":
+		var c randomFlipConfig
+		if err = dec(&c); err == nil {
+			l = newRandomFlip(c, nil)
+		}
+	case "RandomContrast":
+		var c randomContrastConfig
+		if err = dec(&c); err == nil {
+			l = newRandomContrast(c, nil)
+		}
 	default:
 		return nil, nil, fmt.Errorf("unknown layer class %q", al.ClassName)
 	}

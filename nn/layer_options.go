@@ -12,6 +12,7 @@ type layerExt struct {
 	interpolation string
 	depthwiseInit Initializer
 	pointwiseInit Initializer
+	valueRange    []float64
 }
 
 // OutputPadding lengthens a Conv2DTranspose's output: one value for both
@@ -61,6 +62,12 @@ func sides(what string, v []int, def int) ([][]int, error) {
 		return nil, fmt.Errorf("%s %v must not be negative", what, v)
 	}
 	return [][]int{{t, b}, {l, r}}, nil
+}
+
+// ValueRange sets the range RandomContrast clips its output to, [0, 255]
+// by default, as in Keras.
+func ValueRange(lo, hi float64) LayerOption {
+	return layerOption{"value_range", func(s *layerSettings) { s.ext.valueRange = []float64{lo, hi} }}
 }
 
 // checkSides checks a padding or cropping read from architecture JSON:
