@@ -32,7 +32,9 @@
 //     state stay on the device between steps; the host reads the metric
 //     accumulators only for the progress bar, a few times a second, and at
 //     the end of every epoch. Training and inference are separate graphs, so
-//     Dropout and BatchNormalization behave as Keras's do in each mode.
+//     Dropout, BatchNormalization and the random augmentation layers
+//     (RandomFlip, RandomContrast, which draw from the same seed) behave as
+//     Keras's do in each mode.
 //   - Saving. SaveWeights and LoadWeights exchange weights as safetensors
 //     files; Save and Load keep a whole model (its architecture as JSON in the
 //     safetensors metadata, and its weights) in one file; SaveCheckpoint and
