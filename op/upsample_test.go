@@ -68,3 +68,23 @@ func TestUpSampleAndTransposeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestGradTransposeAndUpSample compares the gradients of the transposed
+// convolutions and of up-sampling with central finite differences.
+func TestGradTransposeAndUpSample(t *testing.T) {
+	ct := func(opt ConvTransposeOptions) func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor {
+		return func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor { return Conv2DTranspose(g, x[0], x[1], opt) }
+	}
+	up := func(size []int, mode string) func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor {
+		return func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor { return UpSample2D(g, x[0], size, mode) }
+	}
+	runFD(t, []fdCase{
+		{"conv2d_transpose_same_s2", []gen{normal(2, 3, 4, 2), normal(3, 3, 3, 2)}, ct(ConvTransposeOptions{Strides: []int{2}, Padding: Same})},
+		{"conv2d_transpose_valid_op1", []gen{normal(1, 3, 3, 2), normal(3, 2, 2, 2)}, ct(ConvTransposeOptions{Strides: []int{2}, OutputPadding: []int{1}})},
+		{"conv1d_transpose_same_d2", []gen{normal(2, 5, 2), normal(3, 2, 2)}, func(g *tile.Graph, x []*tile.Tensor) *tile.Tensor {
+			return Conv1DTranspose(g, x[0], x[1], ConvTransposeOptions{Dilation: []int{2}, Padding: Same})
+		}},
+		{"upsample_nearest", []gen{normal(2, 2, 3, 2)}, up([]int{2, 3}, "nearest")},
+		{"upsample_bilinear", []gen{normal(2, 3, 2, 2)}, up([]int{3, 2}, "bilinear")},
+	})
+}
