@@ -11,7 +11,8 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// Golden tests of the transposed convolutions, up-sampling, the separable
+// Golden tests of the transposed convolutions, up-sampling and bilinear
+// resizing, the separable
 // convolution (DepthwiseConv2D then a 1×1 Conv2D) and 1-D pooling against
 // PyTorch: testdata/torch/layers.json, written by testdata/torch/gen_layers.py
 // in the format of ops.json (see golden_test.go).
@@ -49,6 +50,9 @@ var layerGoldenOps = map[string]func(g *tile.Graph, in map[string]*tile.Tensor, 
 	},
 	"upsample2d": func(g *tile.Graph, in map[string]*tile.Tensor, p layerParams) *tile.Tensor {
 		return UpSample2D(g, in["x"], p.Size, p.Interpolation)
+	},
+	"resize_bilinear": func(g *tile.Graph, in map[string]*tile.Tensor, p layerParams) *tile.Tensor {
+		return ResizeBilinear(g, in["x"], p.Size[0], p.Size[1])
 	},
 	"separable_conv2d": func(g *tile.Graph, in map[string]*tile.Tensor, p layerParams) *tile.Tensor {
 		y := DepthwiseConv2D(g, in["x"], in["dw"], ConvOptions{Strides: p.Strides, Padding: Padding(p.Padding), Dilation: p.Dilation})

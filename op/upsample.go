@@ -32,26 +32,44 @@ func UpSample2D(g *tile.Graph, x *tile.Tensor, size []int, interpolation string)
 		y = g.BroadcastTo(y, tile.Shape{n, h, sz[0], w, sz[1], c})
 		return g.Reshape(y, tile.Shape{n, h * sz[0], w * sz[1], c})
 	case "bilinear":
-		y := linearResize(g, x, 1, sz[0])
-		return linearResize(g, y, 2, sz[1])
+		return ResizeBilinear(g, x, h*sz[0], w*sz[1])
 	}
 	return g.Errorf(op, "interpolation %q must be \"nearest\" or \"bilinear\" (x %s)", interpolation, desc(x))
 }
 
-// linearResize enlarges x by the factor s along axis with half-pixel linear
+// ResizeBilinear resizes x (N, H, W, C) to (N, height, width, C) with
+// half-pixel linear interpolation along each dimension and no antialiasing:
+// output position Y reads input position (Y + ½)·H/height − ½, clamped to
+// [0, H − 1], as tf.image.resize(method="bilinear") and PyTorch's
+// interpolate(mode="bilinear", align_corners=False) do.
+func ResizeBilinear(g *tile.Graph, x *tile.Tensor, height, width int) *tile.Tensor {
+	const op = "resize_bilinear"
+	if !checkFloat(g, op, in("x", x)) {
+		return invalid(g, op)
+	}
+	if x.Rank() != 4 || x.Dim(1) < 1 || x.Dim(2) < 1 {
+		return g.Errorf(op, "want non-empty x (N, H, W, C), got x %s", desc(x))
+	}
+	if height < 1 || width < 1 {
+		return g.Errorf(op, "size %d×%d must be positive (x %s)", height, width, desc(x))
+	}
+	return linearResize(g, linearResize(g, x, 1, height), 2, width)
+}
+
+// linearResize resizes x along axis to out positions with half-pixel linear
 // interpolation: every output position reads its two neighbouring input
 // positions (by Gather) and mixes them with constant weights.
-func linearResize(g *tile.Graph, x *tile.Tensor, axis, s int) *tile.Tensor {
-	if s == 1 {
+func linearResize(g *tile.Graph, x *tile.Tensor, axis, out int) *tile.Tensor {
+	n := x.Dim(axis)
+	if n == out {
 		return x
 	}
-	n := x.Dim(axis)
-	out := n * s
+	scale := float64(n) / float64(out)
 	lo := make([]float64, out)
 	hi := make([]float64, out)
 	wt := make([]float64, out)
 	for y := range out {
-		src := math.Max((float64(y)+0.5)/float64(s)-0.5, 0)
+		src := math.Max((float64(y)+0.5)*scale-0.5, 0)
 		i := int(math.Floor(src))
 		if i > n-1 {
 			i = n - 1

@@ -86,6 +86,12 @@ def op_upsample2d(t, p):
     return y.permute(0, 2, 3, 1)
 
 
+def op_resize_bilinear(t, p):
+    x = t["x"].permute(0, 3, 1, 2)
+    y = F.interpolate(x, size=tuple(p["size"]), mode="bilinear", align_corners=False)
+    return y.permute(0, 2, 3, 1)
+
+
 def op_separable_conv2d(t, p):
     x, dw, pw, b = t["x"], t["dw"], t["pw"], t["b"]
     kh, kw, c, m = dw.shape
@@ -119,6 +125,7 @@ gen_ops.OPS.update({
     "conv2d_transpose": op_conv_transpose,
     "conv1d_transpose": op_conv_transpose,
     "upsample2d": op_upsample2d,
+    "resize_bilinear": op_resize_bilinear,
     "separable_conv2d": op_separable_conv2d,
     "max_pool1d": op_max_pool1d,
     "avg_pool1d": op_avg_pool1d,
@@ -169,6 +176,14 @@ def all_cases():
         ("bilinear_size1_input", (1, 1, 3, 2), (2, 3), "bilinear"),
     ]:
         c = Case("upsample2d_" + name, "upsample2d", {"size": list(size), "interpolation": mode})
+        cs.append(c.normal("x", xs))
+
+    for name, xs, size in [
+        ("down_5x7_to_3x4", (2, 5, 7, 2), (3, 4)),
+        ("up_3x4_to_5x9", (1, 3, 4, 2), (5, 9)),
+        ("mixed_4x4_to_6x3", (1, 4, 4, 1), (6, 3)),
+    ]:
+        c = Case("resize_bilinear_" + name, "resize_bilinear", {"size": list(size)})
         cs.append(c.normal("x", xs))
 
     for name, xs, k, m, o, st, pad, dil in [
