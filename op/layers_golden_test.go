@@ -11,10 +11,9 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// Golden tests of the transposed convolutions, up-sampling and bilinear
-// resizing, the separable
-// convolution (DepthwiseConv2D then a 1×1 Conv2D) and 1-D pooling against
-// PyTorch: testdata/torch/layers.json, written by testdata/torch/gen_layers.py
+// Golden tests of the transposed convolutions, up-sampling, bilinear
+// resizing, the separable convolution (DepthwiseConv2D then a 1×1 Conv2D)
+// and 1-D pooling against PyTorch: testdata/torch/layers.json, written by testdata/torch/gen_layers.py
 // in the format of ops.json (see golden_test.go).
 
 type layerParams struct {
