@@ -351,6 +351,11 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			l = newRandomContrast(c, nil)
 		}
+	case "RandomCrop":
+		var c randomCropConfig
+		if err = dec(&c); err == nil {
+			l = newRandomCrop(c, nil)
+		}
 	default:
 		return nil, nil, fmt.Errorf("unknown layer class %q", al.ClassName)
 	}

@@ -33,7 +33,7 @@
 //     accumulators only for the progress bar, a few times a second, and at
 //     the end of every epoch. Training and inference are separate graphs, so
 //     Dropout, BatchNormalization and the random augmentation layers
-//     (RandomFlip, RandomContrast, which draw from the same seed) behave as
+//     (RandomFlip, RandomContrast, RandomCrop, which draw from the same seed) behave as
 //     Keras's do in each mode.
 //   - Saving. SaveWeights and LoadWeights exchange weights as safetensors
 //     files; Save and Load keep a whole model (its architecture as JSON in the

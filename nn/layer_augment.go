@@ -161,3 +161,93 @@ func (l *randomContrastLayer) config() any {
 	cfg.Name = l.name
 	return cfg
 }
+
+// randomCropLayer is Keras's RandomCrop.
+type randomCropLayer struct {
+	layerBase
+	cfg randomCropConfig
+}
+
+type randomCropConfig struct {
+	layerCommon
+	Height int `json:"height"`
+	Width  int `json:"width"`
+}
+
+// RandomCrop returns a layer cropping images (batch, height, width,
+// channels) to the given height and width. In training, when the images are
+// at least that large, it takes a window at a random offset, drawn anew
+// every step and shared by the whole batch, as Keras does. In inference, and
+// in training when the images are smaller, it takes the largest centred
+// window of the target's aspect ratio (Keras's crop box: height
+// ⌊W·height/width⌋ and width ⌊H·width/height⌋, each at most the image's and
+// at least 1, starting at half the rest, rounded down) and resizes it to the
+// target bilinearly (op.ResizeBilinear); an image of the target's size passes
+// unchanged.
+func RandomCrop(height, width int, opts ...LayerOption) Layer {
+	s, err := newSettings("RandomCrop", nil, opts)
+	return newRandomCrop(randomCropConfig{layerCommon: common(s), Height: height, Width: width}, err)
+}
+
+func newRandomCrop(cfg randomCropConfig, err error) Layer {
+	l := &randomCropLayer{layerBase: newBase("RandomCrop", cfg.Name, cfg.Trainable, err), cfg: cfg}
+	l.err = firstErr(l.err, check(cfg.Height >= 1 && cfg.Width >= 1, "nn: RandomCrop: height %d and width %d must be positive", cfg.Height, cfg.Width))
+	return l
+}
+
+func (l *randomCropLayer) build(in []tile.Shape) (tile.Shape, error) {
+	s, err := imageInput(l, in)
+	if err != nil {
+		return nil, err
+	}
+	if s[0] == 0 || s[1] == 0 {
+		return nil, fmt.Errorf("needs non-empty images, got %s", fmtShape(s))
+	}
+	return tile.Shape{l.cfg.Height, l.cfg.Width, s[2]}, nil
+}
+
+// centreBox returns Keras's inference crop box of an h×w image for the
+// layer's target: its start and size along height and width.
+func (l *randomCropLayer) centreBox(h, w int) (h0, w0, ch, cw int) {
+	th, tw := l.cfg.Height, l.cfg.Width
+	ch = max(min(h, int(float64(w)*float64(th)/float64(tw))), 1)
+	cw = max(min(w, int(float64(h)*float64(tw)/float64(th))), 1)
+	return (h - ch) / 2, (w - cw) / 2, ch, cw
+}
+
+func (l *randomCropLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
+	x := in[0]
+	g := c.g
+	h, w := x.Dim(1), x.Dim(2)
+	th, tw := l.cfg.Height, l.cfg.Width
+	if c.training && c.seed != nil && h >= th && w >= tw {
+		u := g.Random(c.seed, x.DType(), tile.Shape{2}, l.stream)
+		window := func(y *tile.Tensor, axis, col, size, target int) *tile.Tensor {
+			if size == target {
+				return y
+			}
+			draw := g.Reshape(g.Slice(u, []int{col}, []int{col + 1}, nil), tile.Shape{})
+			// ⌊u·(rest + 1)⌋, at most rest however u rounds.
+			start := g.Minimum(g.Elementwise(tile.Floor, g.Mul(draw, g.ScalarLike(draw, float64(size-target+1)))),
+				g.ScalarLike(draw, float64(size-target)))
+			idx := g.Add(g.Iota(tile.Int64, tile.Shape{target}, 0), g.Cast(start, tile.Int64))
+			return g.Gather(y, idx, axis)
+		}
+		return window(window(x, 1, 0, h, th), 2, 1, w, tw)
+	}
+	h0, w0, ch, cw := l.centreBox(h, w)
+	y := x
+	if ch != h || cw != w {
+		y = g.Slice(x, []int{0, h0, w0, 0}, []int{x.Dim(0), h0 + ch, w0 + cw, x.Dim(3)}, nil)
+	}
+	if ch == th && cw == tw {
+		return y
+	}
+	return op.ResizeBilinear(g, y, th, tw)
+}
+
+func (l *randomCropLayer) config() any {
+	cfg := l.cfg
+	cfg.Name = l.name
+	return cfg
+}

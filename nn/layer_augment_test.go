@@ -236,3 +236,103 @@ func TestAugmentationErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomCrop checks the training windows (the offsets drawn from
+// tile.UniformAt, one per step for the whole batch), the inference crop box
+// and resizing worked by hand, and the shapes and errors.
+func TestRandomCrop(t *testing.T) {
+	const n, h, w, c = 3, 5, 7, 2
+	x := make([]float32, n*h*w*c)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	window := func(h0, w0, th, tw int) []float64 {
+		var out []float64
+		for s := range n {
+			for y := range th {
+				for xx := range tw {
+					for k := range c {
+						out = append(out, float64(x[((s*h+h0+y)*w+w0+xx)*c+k]))
+					}
+				}
+			}
+		}
+		return out
+	}
+	const stream = 4
+	starts := map[[2]int]bool{}
+	for seed := int64(1); seed <= 12; seed++ {
+		got := trainingCall(t, RandomCrop(3, 4), stream, []int{h, w, c}, x, seed)
+		off := func(p, rest int) int {
+			return min(int(math.Floor(float64(float32(tile.UniformAt(uint64(seed), stream, p))*float32(rest+1)))), rest)
+		}
+		h0, w0 := off(0, h-3), off(1, w-4)
+		starts[[2]int{h0, w0}] = true
+		if want := window(h0, w0, 3, 4); !slices.Equal(got, want) {
+			t.Fatalf("seed %d: the crop is not the window at (%d, %d)", seed, h0, w0)
+		}
+	}
+	if len(starts) < 4 {
+		t.Errorf("12 seeds gave only the offsets %v", starts)
+	}
+	// Smaller than the target in training: the inference path. A 5×7 image
+	// and a 5×5 target: the box is 5 by ⌊5·5/5⌋ = 5, starting at column 1.
+	if got := trainingCall(t, RandomCrop(5, 5), stream, []int{h, w, c}, x, 1); !slices.Equal(got, window(0, 1, 5, 5)) {
+		t.Errorf("training at the image's height: %v", got)
+	}
+	m := must(t)(Sequential("crop", Input(h, w, c), RandomCrop(5, 5)))
+	if err := m.SetDevice(testDevice()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Predict(samples(t, x, []int{h, w, c}, nil, nil), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := window(0, 1, 5, 5)
+	for i := range want {
+		if float64(out.Data[i]) != want[i] {
+			t.Fatalf("inference crop element %d: %v, want %v", i, out.Data[i], want[i])
+		}
+	}
+	// 4×6 to 2×3: the whole image, halved; half-pixel bilinear takes the
+	// mean of every 2×2 block.
+	small := []float32{
+		0, 1, 2, 3, 4, 5,
+		6, 7, 8, 9, 10, 11,
+		12, 13, 14, 15, 16, 17,
+		18, 19, 20, 21, 22, 23,
+	}
+	m = must(t)(Sequential("crop", Input(4, 6, 1), RandomCrop(2, 3)))
+	if err := m.SetDevice(testDevice()); err != nil {
+		t.Fatal(err)
+	}
+	out, err = m.Predict(samples(t, small, []int{4, 6, 1}, nil, nil), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{3.5, 5.5, 7.5, 15.5, 17.5, 19.5}; !slices.Equal(out.Data, want) || fmtShape(m.outputs[0].shape) != "(None, 2, 3, 1)" {
+		t.Errorf("inference resize %v %v, want (None, 2, 3, 1) %v", fmtShape(m.outputs[0].shape), out.Data, want)
+	}
+	arch, _ := m.Architecture()
+	if !strings.Contains(string(arch), `{"class_name":"RandomCrop","config":{"name":"random_crop","trainable":true,"height":2,"width":3}}`) {
+		t.Errorf("architecture: %s", arch)
+	}
+	if _, err := LoadArchitecture(arch); err != nil {
+		t.Error(err)
+	}
+	// Fit differentiates through the random window.
+	fm := must(t)(Sequential("fit", Input(h, w, c), RandomCrop(3, 4), Flatten(), Dense(1)))
+	if err := fm.Compile(SGD(1e-4), MeanSquaredError(), OnDevice(testDevice()), Seed(3)); err != nil {
+		t.Fatal(err)
+	}
+	before := slices.Clone(getWeight(t, fm, "dense/kernel"))
+	if _, err := fm.Fit(samples(t, x, []int{h, w, c}, []float32{1, 2, 3}, []int{1}), BatchSize(3), quiet); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(before, getWeight(t, fm, "dense/kernel")) {
+		t.Error("training through RandomCrop left the kernel unchanged")
+	}
+	if _, err := Sequential("m", Input(4, 4, 1), RandomCrop(0, 2)); err == nil || err.Error() != `nn: Sequential "m": layer 1 of 1 (RandomCrop "random_crop"): height 0 and width 2 must be positive` {
+		t.Errorf("error %v", err)
+	}
+}

@@ -24,7 +24,7 @@ func FuzzLayerArchitecture(f *testing.F) {
 		f.Add(js)
 	}
 	add(Sequential("a", Input(6, 6, 2), Rescaling(0.5, 1), ZeroPadding2D([]int{1, 2, 0, 1}), Cropping2D([]int{1}),
-		UpSampling2D([]int{2, 1}, Interpolation("bilinear")), RandomFlip("horizontal"), RandomContrast(0.3)))
+		UpSampling2D([]int{2, 1}, Interpolation("bilinear")), RandomFlip("horizontal"), RandomContrast(0.3), RandomCrop(3, 4)))
 	add(Sequential("b", Input(5, 5, 3), Conv2DTranspose(2, 3, Strides(2), Padding("same"), OutputPadding(1)),
 		SeparableConv2D(4, 3, DepthMultiplier(2), Strides(2)), UpSampling2D(nil)))
 	add(Sequential("c", Input(9, 2), MaxPooling1D(2, Padding("same")), AveragePooling1D(3, Strides(1)), GlobalMaxPooling1D()))
