@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/cpu"
 	"github.com/tartanml/tartan/ref"
 	"github.com/tartanml/tartan/tile"
 )
@@ -141,8 +143,8 @@ func TestRandomContrastTraining(t *testing.T) {
 
 // TestAugmentationInference checks that Predict passes images through the
 // augmentation layers unchanged, that they save and load, and that Fit runs
-// them: the same seed gives the same weights after training, another seed
-// other weights.
+// them (with RandomCrop too): the same seed gives the same weights after
+// training, on the reference and CPU devices, another seed other weights.
 func TestAugmentationInference(t *testing.T) {
 	layers := func() []Layer {
 		return []Layer{RandomFlip(""), RandomContrast(0.5, Name("contrast")), Flatten(), Dense(1, KernelInitializer(Constant(0.01)))}
@@ -197,9 +199,9 @@ func TestAugmentationInference(t *testing.T) {
 	if !slices.Equal(p1.Data, p2.Data) {
 		t.Errorf("inference changed the images: %v vs %v", p1.Data, p2.Data)
 	}
-	train := func(seed int64) []float32 {
-		mm := must(t)(Sequential("aug", Input(3, 3, 1), layers()...))
-		if err := mm.Compile(SGD(1e-6), MeanSquaredError(), OnDevice(testDevice()), Seed(seed)); err != nil {
+	train := func(seed int64, dev backend.Device) []float32 {
+		mm := must(t)(Sequential("aug", Input(3, 3, 1), append(layers()[:2:2], RandomCrop(2, 3), Flatten(), Dense(1, KernelInitializer(Constant(0.01))))...))
+		if err := mm.Compile(SGD(1e-6), MeanSquaredError(), OnDevice(dev), Seed(seed)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := mm.Fit(samples(t, x, []int{3, 3, 1}, y, []int{1}), BatchSize(8), Epochs(2), Shuffle(false), quiet); err != nil {
@@ -207,12 +209,20 @@ func TestAugmentationInference(t *testing.T) {
 		}
 		return getWeight(t, mm, "dense/kernel")
 	}
-	a, b, other := train(1), train(1), train(2)
+	a, b, other := train(1, testDevice()), train(1, testDevice()), train(2, testDevice())
 	if !slices.Equal(a, b) {
 		t.Error("the same seed trained to other weights")
 	}
 	if slices.Equal(a, other) {
 		t.Error("another seed trained to the same weights")
+	}
+	// The compiled CPU backend draws the same numbers.
+	dev := cpu.New()
+	defer dev.Close()
+	for i, v := range train(1, dev) {
+		if !closeTo(float64(v), float64(a[i]), 1e-6) {
+			t.Fatalf("CPU kernel element %d = %v, reference %v", i, v, a[i])
+		}
 	}
 }
 

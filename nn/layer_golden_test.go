@@ -5,7 +5,18 @@ import (
 	"math"
 	"os"
 	"testing"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/cpu"
 )
+
+// goldenDevices are the devices the golden layer tests run on: the
+// reference executor and the compiled CPU backend.
+func goldenDevices(t *testing.T) map[string]backend.Device {
+	dev := cpu.New()
+	t.Cleanup(func() { dev.Close() })
+	return map[string]backend.Device{"reference": testDevice(), "cpu": dev}
+}
 
 // Golden tests of Conv2DTranspose, SeparableConv2D and UpSampling2D against
 // PyTorch's modules: testdata/torch/layers.json, written by
@@ -77,7 +88,7 @@ func goldenTrainLayers() []Layer {
 }
 
 // TestLayersMatchPyTorch runs each golden case's layer in inference on the
-// reference device, with PyTorch's weights, and compares the outputs with
+// reference and CPU devices, with PyTorch's weights, and compares the outputs with
 // PyTorch's (computed in float64 from the same float32 values).
 func TestLayersMatchPyTorch(t *testing.T) {
 	g := loadLayerGolden(t)
@@ -85,32 +96,34 @@ func TestLayersMatchPyTorch(t *testing.T) {
 		t.Errorf("%d golden cases for %d layer sets", len(g.Cases), len(goldenLayers))
 	}
 	for _, c := range g.Cases {
-		t.Run(c.Name, func(t *testing.T) {
-			layers, ok := goldenLayers[c.Name]
-			if !ok {
-				t.Fatalf("no layers for case %q", c.Name)
-			}
-			in := c.X.Shape[1:]
-			m := must(t)(Sequential("m", Input(in...), layers()...))
-			for name, w := range c.Weights {
-				setWeight(t, m, name, w.Shape, w.float32s()...)
-			}
-			if err := m.SetDevice(testDevice()); err != nil {
-				t.Fatal(err)
-			}
-			out, err := m.Predict(samples(t, c.X.float32s(), in, nil, nil), quiet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := c.Output.Shape; !slicesEqual(out.Shape, want) {
-				t.Fatalf("output shape %v, PyTorch %v", out.Shape, want)
-			}
-			for i, want := range c.Output.Data {
-				if !closeTo(float64(out.Data[i]), want, 1e-5) {
-					t.Fatalf("output %d = %v, PyTorch %v", i, out.Data[i], want)
+		for devName, dev := range goldenDevices(t) {
+			t.Run(c.Name+"/"+devName, func(t *testing.T) {
+				layers, ok := goldenLayers[c.Name]
+				if !ok {
+					t.Fatalf("no layers for case %q", c.Name)
 				}
-			}
-		})
+				in := c.X.Shape[1:]
+				m := must(t)(Sequential("m", Input(in...), layers()...))
+				for name, w := range c.Weights {
+					setWeight(t, m, name, w.Shape, w.float32s()...)
+				}
+				if err := m.SetDevice(dev); err != nil {
+					t.Fatal(err)
+				}
+				out, err := m.Predict(samples(t, c.X.float32s(), in, nil, nil), quiet)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := c.Output.Shape; !slicesEqual(out.Shape, want) {
+					t.Fatalf("output shape %v, PyTorch %v", out.Shape, want)
+				}
+				for i, want := range c.Output.Data {
+					if !closeTo(float64(out.Data[i]), want, 1e-5) {
+						t.Fatalf("output %d = %v, PyTorch %v", i, out.Data[i], want)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -118,15 +131,21 @@ func TestLayersMatchPyTorch(t *testing.T) {
 // mean squared error) through Conv2DTranspose, SeparableConv2D,
 // UpSampling2D, ZeroPadding2D, Cropping2D and Rescaling, and compares the
 // loss and every updated weight with PyTorch's step, which checks the
-// layers' gradients end to end.
+// layers' gradients end to end, on the reference and CPU devices.
 func TestLayersTrainStepMatchesPyTorch(t *testing.T) {
+	for devName, dev := range goldenDevices(t) {
+		t.Run(devName, func(t *testing.T) { trainStepMatches(t, dev) })
+	}
+}
+
+func trainStepMatches(t *testing.T, dev backend.Device) {
 	tr := loadLayerGolden(t).Train
 	in := tr.X.Shape[1:]
 	m := must(t)(Sequential("m", Input(in...), goldenTrainLayers()...))
 	for name, w := range tr.Weights {
 		setWeight(t, m, name, w.Shape, w.float32s()...)
 	}
-	if err := m.Compile(SGD(0.1), MeanSquaredError(), OnDevice(testDevice())); err != nil {
+	if err := m.Compile(SGD(0.1), MeanSquaredError(), OnDevice(dev)); err != nil {
 		t.Fatal(err)
 	}
 	n := tr.X.Shape[0]
