@@ -321,10 +321,10 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			l = newRescaling(c, nil)
 		}
-	case "Conv2DTranspose":
+	case "Conv1DTranspose", "Conv2DTranspose":
 		var c convTransposeConfig
 		if err = dec(&c); err == nil {
-			l = newConvTranspose(c, nil)
+			l = newConvTranspose(al.ClassName, c, nil)
 		}
 	case "SeparableConv2D":
 		var c separableConfig

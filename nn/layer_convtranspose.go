@@ -8,10 +8,11 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// convTransposeLayer is Keras's Conv2DTranspose.
+// convTransposeLayer is Keras's Conv1DTranspose and Conv2DTranspose.
 type convTransposeLayer struct {
 	layerBase
 	cfg              convTransposeConfig
+	rank             int
 	kernelInit, bias Initializer
 	k, b             *Weight
 }
@@ -47,7 +48,18 @@ type convTransposeConfig struct {
 // adjoint of Conv2D with the same arguments; PyTorch's ConvTranspose2d
 // computes the same values when its padding equals that half.
 func Conv2DTranspose(filters, kernelSize int, opts ...LayerOption) Layer {
-	s, err := newSettings("Conv2DTranspose", []string{"kernel_shape", "strides", "padding", "output_padding", "dilation_rate",
+	return convTransposeFromOptions("Conv2DTranspose", filters, kernelSize, opts)
+}
+
+// Conv1DTranspose returns a transposed 1-D convolution of inputs (steps,
+// channels), with Conv2DTranspose's options and arithmetic along the one
+// dimension. Its kernel is (k, filters, channels).
+func Conv1DTranspose(filters, kernelSize int, opts ...LayerOption) Layer {
+	return convTransposeFromOptions("Conv1DTranspose", filters, kernelSize, opts)
+}
+
+func convTransposeFromOptions(class string, filters, kernelSize int, opts []LayerOption) Layer {
+	s, err := newSettings(class, []string{"kernel_shape", "strides", "padding", "output_padding", "dilation_rate",
 		"activation", "use_bias", "kernel_initializer", "bias_initializer"}, opts)
 	ks := s.kernelShape
 	if ks == nil {
@@ -56,25 +68,31 @@ func Conv2DTranspose(filters, kernelSize int, opts ...LayerOption) Layer {
 	cfg := convTransposeConfig{layerCommon: common(s), Filters: filters, KernelSize: ks, Strides: s.strides, Padding: s.padding,
 		OutputPadding: s.ext.outputPadding, DilationRate: s.dilation, Activation: s.activation, UseBias: s.useBias,
 		KernelInitializer: initOr(s.kernelInit, GlorotUniform()), BiasInitializer: initOr(s.biasInit, Zeros())}
-	return newConvTranspose(cfg, err)
+	return newConvTranspose(class, cfg, err)
 }
 
-func newConvTranspose(cfg convTransposeConfig, err error) Layer {
-	const class = "Conv2DTranspose"
-	l := &convTransposeLayer{layerBase: newBase(class, cfg.Name, cfg.Trainable, err)}
+func newConvTranspose(class string, cfg convTransposeConfig, err error) Layer {
+	rank := 2
+	if class == "Conv1DTranspose" {
+		rank = 1
+	}
+	l := &convTransposeLayer{layerBase: newBase(class, cfg.Name, cfg.Trainable, err), rank: rank}
 	var e1, e2, e3, e4 error
-	cfg.KernelSize, e1 = spatial("kernel size", cfg.KernelSize, 2, 1)
-	cfg.Strides, e2 = spatial("strides", cfg.Strides, 2, 1)
-	cfg.DilationRate, e3 = spatial("dilation rate", cfg.DilationRate, 2, 1)
+	cfg.KernelSize, e1 = spatial("kernel size", cfg.KernelSize, rank, 1)
+	cfg.Strides, e2 = spatial("strides", cfg.Strides, rank, 1)
+	cfg.DilationRate, e3 = spatial("dilation rate", cfg.DilationRate, rank, 1)
 	if cfg.OutputPadding != nil {
 		given := cfg.OutputPadding
 		switch len(given) {
 		case 1:
-			cfg.OutputPadding = []int{given[0], given[0]}
-		case 2:
+			cfg.OutputPadding = slices.Repeat([]int{given[0]}, rank)
+		case rank:
 			cfg.OutputPadding = slices.Clone(given)
 		default:
-			e4 = fmt.Errorf("output padding %v: want 1 or 2 values", given)
+			e4 = fmt.Errorf("output padding %v: want 1 or %d values", given, rank)
+			if rank == 1 {
+				e4 = fmt.Errorf("output padding %v: want 1 value", given)
+			}
 		}
 		for d := range cfg.OutputPadding {
 			if e4 != nil || e2 != nil {
@@ -128,11 +146,14 @@ func (l *convTransposeLayer) build(in []tile.Shape) (tile.Shape, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(s) != 3 {
+	if len(s) != l.rank+1 {
+		if l.rank == 1 {
+			return nil, fmt.Errorf("needs inputs of rank 3 (batch, steps, channels), got rank %d", len(s)+1)
+		}
 		return nil, fmt.Errorf("needs inputs of rank 4 (batch, height, width, channels), got rank %d", len(s)+1)
 	}
-	out := make(tile.Shape, 0, 3)
-	for d := range 2 {
+	out := make(tile.Shape, 0, l.rank+1)
+	for d := range l.rank {
 		p := -1
 		if l.cfg.OutputPadding != nil {
 			p = l.cfg.OutputPadding[d]
@@ -143,7 +164,8 @@ func (l *convTransposeLayer) build(in []tile.Shape) (tile.Shape, error) {
 		}
 		out = append(out, n)
 	}
-	l.k = l.addWeight("kernel", tile.Shape{l.cfg.KernelSize[0], l.cfg.KernelSize[1], l.cfg.Filters, s[2]}, l.kernelInit, true)
+	kshape := append(tile.Shape(slices.Clone(l.cfg.KernelSize)), l.cfg.Filters, s[l.rank])
+	l.k = l.addWeight("kernel", kshape, l.kernelInit, true)
 	if l.cfg.UseBias {
 		l.b = l.addWeight("bias", tile.Shape{l.cfg.Filters}, l.bias, true)
 	}
@@ -153,7 +175,12 @@ func (l *convTransposeLayer) build(in []tile.Shape) (tile.Shape, error) {
 func (l *convTransposeLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
 	opt := op.ConvTransposeOptions{Strides: l.cfg.Strides, Padding: op.Padding(l.cfg.Padding), Dilation: l.cfg.DilationRate,
 		OutputPadding: l.cfg.OutputPadding}
-	y := op.Conv2DTranspose(c.g, in[0], c.v(l.k), opt)
+	var y *tile.Tensor
+	if l.rank == 1 {
+		y = op.Conv1DTranspose(c.g, in[0], c.v(l.k), opt)
+	} else {
+		y = op.Conv2DTranspose(c.g, in[0], c.v(l.k), opt)
+	}
 	if l.b != nil {
 		y = op.BiasAdd(c.g, y, c.v(l.b))
 	}

@@ -28,6 +28,7 @@ func FuzzLayerArchitecture(f *testing.F) {
 	add(Sequential("b", Input(5, 5, 3), Conv2DTranspose(2, 3, Strides(2), Padding("same"), OutputPadding(1)),
 		SeparableConv2D(4, 3, DepthMultiplier(2), Strides(2)), UpSampling2D(nil)))
 	add(Sequential("c", Input(9, 2), MaxPooling1D(2, Padding("same")), AveragePooling1D(3, Strides(1)), GlobalMaxPooling1D()))
+	add(Sequential("e", Input(6, 2), Conv1DTranspose(3, 3, Strides(2), OutputPadding(1)), Conv1DTranspose(2, 2, Padding("same"))))
 	add(Sequential("d", Input(9, 2), GlobalAveragePooling1D()))
 	f.Fuzz(func(t *testing.T, js []byte) {
 		fuzzcheck.Bounded(t, fuzzcheck.DefaultLimit, func() {

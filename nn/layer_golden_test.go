@@ -18,7 +18,7 @@ func goldenDevices(t *testing.T) map[string]backend.Device {
 	return map[string]backend.Device{"reference": testDevice(), "cpu": dev}
 }
 
-// Golden tests of Conv2DTranspose, SeparableConv2D and UpSampling2D against
+// Golden tests of Conv1DTranspose, Conv2DTranspose, SeparableConv2D and UpSampling2D against
 // PyTorch's modules: testdata/torch/layers.json, written by
 // testdata/torch/gen_layers.py (see its docstring for the layouts).
 
@@ -75,6 +75,9 @@ var goldenLayers = map[string]func() []Layer{
 		return []Layer{Conv2DTranspose(3, 3, Padding("same"), UseBias(false))}
 	},
 	"conv2d_transpose_same_k3_s2": func() []Layer { return []Layer{Conv2DTranspose(2, 3, Strides(2), Padding("same"))} },
+	"conv1d_transpose_valid_k4_s2_op1_tanh": func() []Layer {
+		return []Layer{Conv1DTranspose(2, 4, Strides(2), OutputPadding(1), Activation("tanh"))}
+	},
 	"separable_conv2d_same_k3_m2": func() []Layer {
 		return []Layer{SeparableConv2D(4, 3, DepthMultiplier(2), Padding("same"))}
 	},

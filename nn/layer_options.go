@@ -15,10 +15,10 @@ type layerExt struct {
 	valueRange    []float64
 }
 
-// OutputPadding lengthens a Conv2DTranspose's output: one value for both
-// spatial dimensions or one per dimension, each in [0, stride). Without it
-// the output is input·stride long with "same" padding, and
-// input·stride + max(kernel − stride, 0) with "valid".
+// OutputPadding lengthens a Conv1DTranspose's or Conv2DTranspose's output:
+// one value for every spatial dimension or one per dimension, each in
+// [0, stride). Without it the output is input·stride long with "same"
+// padding, and input·stride + max(kernel − stride, 0) with "valid".
 func OutputPadding(p ...int) LayerOption {
 	return layerOption{"output_padding", func(s *layerSettings) { s.ext.outputPadding = append([]int(nil), p...) }}
 }

@@ -33,6 +33,9 @@ func TestSpatialLayerShapes(t *testing.T) {
 		{"conv transpose output padding", []int{3, 4, 1}, Conv2DTranspose(2, 3, Strides(2, 1), OutputPadding(1, 0), UseBias(false)), "(None, 8, 6, 2)", 3 * 3 * 2},
 		{"conv transpose kernel 1 stride 3", []int{2, 2, 1}, Conv2DTranspose(1, 1, Strides(3)), "(None, 6, 6, 1)", 2},
 		{"conv transpose dilated", []int{4, 4, 1}, Conv2DTranspose(1, 3, DilationRate(2)), "(None, 8, 8, 1)", 9 + 1},
+		// 5·2 + max(4 − 2, 0) = 12 and (5 − 1)·2 + 4 − 4 + 1 = 9; kernel (4, 3, 2).
+		{"conv1d transpose valid", []int{5, 2}, Conv1DTranspose(3, 4, Strides(2)), "(None, 12, 3)", 4*3*2 + 3},
+		{"conv1d transpose same output padding", []int{5, 2}, Conv1DTranspose(3, 4, Strides(2), Padding("same"), OutputPadding(1)), "(None, 9, 3)", 4*3*2 + 3},
 		// depthwise 3·3·3·2 + pointwise 6·5 + bias 5.
 		{"separable", []int{7, 7, 3}, SeparableConv2D(5, 3, DepthMultiplier(2)), "(None, 5, 5, 5)", 54 + 30 + 5},
 		{"separable same strides", []int{7, 7, 2}, SeparableConv2D(4, 3, Padding("same"), Strides(2), UseBias(false)), "(None, 4, 4, 4)", 18 + 8},
@@ -81,6 +84,8 @@ func TestSpatialLayerErrors(t *testing.T) {
 		{[]int{3, 3, 1}, Conv2DTranspose(2, 3, Strides(2), DilationRate(2)), `layer 1 of 1 (Conv2DTranspose "conv2d_transpose"): strides [2 2] and dilation rate [2 2] cannot both exceed 1`},
 		{[]int{3, 3, 1}, Conv2DTranspose(2, 3, Groups(2)), `layer 1 of 1 (Conv2DTranspose "conv2d_transpose"): option Groups does not apply (it accepts Name, Trainable, KernelShape, Strides, Padding, OutputPadding, DilationRate, Activation, UseBias, KernelInitializer, BiasInitializer)`},
 		{[]int{3, 1}, Conv2DTranspose(2, 3), `layer 1 of 1 (Conv2DTranspose "conv2d_transpose") on input (None, 3, 1): needs inputs of rank 4 (batch, height, width, channels), got rank 3`},
+		{[]int{3, 3, 1}, Conv1DTranspose(2, 3), `layer 1 of 1 (Conv1DTranspose "conv1d_transpose") on input (None, 3, 3, 1): needs inputs of rank 3 (batch, steps, channels), got rank 4`},
+		{[]int{3, 1}, Conv1DTranspose(2, 3, Strides(2), OutputPadding(1, 1)), `layer 1 of 1 (Conv1DTranspose "conv1d_transpose"): output padding [1 1]: want 1 value`},
 		{[]int{5, 5, 2}, Conv2D(2, 3, OutputPadding(1)), `layer 1 of 1 (Conv2D "conv2d"): option OutputPadding does not apply (it accepts Name, Trainable, KernelShape, Strides, Padding, DilationRate, Activation, UseBias, KernelInitializer, BiasInitializer, Groups)`},
 		{[]int{5, 5, 2}, SeparableConv2D(4, 3, DepthMultiplier(0)), `layer 1 of 1 (SeparableConv2D "separable_conv2d"): depth multiplier 0 must be positive`},
 		{[]int{5, 5, 2}, SeparableConv2D(-1, 3), `layer 1 of 1 (SeparableConv2D "separable_conv2d"): filters -1 must be positive`},
@@ -188,6 +193,7 @@ func TestSpatialLayersSaveLoad(t *testing.T) {
 	e := Apply(Conv2DTranspose(2, 3, Strides(2), Padding("same"), OutputPadding(1), Activation("tanh")), d)
 	f := Apply(UpSampling2D([]int{1, 2}, Interpolation("bilinear")), e)
 	g := Apply(Reshape([]int{-1, 4}), f)
+	g = Apply(Conv1DTranspose(4, 2, Padding("same"), UseBias(false)), g)
 	h := Apply(MaxPooling1D(3, Strides(2), Padding("same")), g)
 	i := Apply(AveragePooling1D(2), h)
 	j := Apply(Concatenate(), Apply(GlobalAveragePooling1D(), i), Apply(GlobalMaxPooling1D(), i))
@@ -206,6 +212,7 @@ func TestSpatialLayersSaveLoad(t *testing.T) {
 		{"separable_conv2d (SeparableConv2D)", "(None, 7, 8, 3)", " 51 "},   // 3·3·2·2 + 4·3 + 3
 		{"conv2d_transpose (Conv2DTranspose)", "(None, 14, 16, 2)", " 56 "}, // 3·3·2·3 + 2; (7 − 1)·2 + 3 − 2 + 1
 		{"up_sampling2d (UpSampling2D)", "(None, 14, 32, 2)", " 0 "},
+		{"conv1d_transpose (Conv1DTranspose)", "(None, 224, 4)", " 32 "}, // 2·4·4
 		{"max_pooling1d (MaxPooling1D)", "(None, 112, 4)", " 0 "},
 		{"average_pooling1d (AveragePooling1D)", "(None, 56, 4)", " 0 "},
 		{"global_average_pooling1d (GlobalAveragePooling1D)", "(None, 4)", " 0 "},

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Generate layers.json: golden values for nn's Conv2DTranspose,
+"""Generate layers.json: golden values for nn's Conv1DTranspose, Conv2DTranspose,
 SeparableConv2D and UpSampling2D layers, and for one SGD training step through
 them, computed with PyTorch's own modules (nn.ConvTranspose2d, nn.Conv2d,
 nn.Upsample) in float64 from float32 inputs and weights.
 
 Tensors are channels-last with Keras's weight layouts:
   Conv2DTranspose kernel (kh, kw, filters, channels)   torch weight (channels, filters, kh, kw)
+  Conv1DTranspose kernel (k, filters, channels)         torch weight (channels, filters, k)
   SeparableConv2D depthwise_kernel (kh, kw, channels, multiplier), pointwise_kernel
       (1, 1, channels*multiplier, filters)
 Where Keras's "same" padding of a transposed convolution is symmetric, the torch
@@ -112,6 +113,16 @@ def forward_cases():
     y = m(nchw(x))[:, :, :6, :4]
     cases.append({"name": name, "x": enc(x), "weights": {"conv2d_transpose/kernel": enc(k), "conv2d_transpose/bias": enc(b)},
                   "output": enc(nhwc(y))})
+
+    name = "conv1d_transpose_valid_k4_s2_op1_tanh"
+    r = rng_for(name)
+    x, k, b = f32(r, (2, 5, 3)), f32(r, (4, 2, 3), 0.5), f32(r, (2,), 0.5)
+    m = tnn.ConvTranspose1d(3, 2, 4, stride=2, padding=0, output_padding=1).double()
+    m.weight.data = torch.tensor(k, dtype=F64).permute(2, 1, 0).contiguous()   # (k, F, C) -> (C, F, k)
+    m.bias.data = torch.tensor(b, dtype=F64)
+    y = torch.tanh(m(torch.tensor(x, dtype=F64).permute(0, 2, 1))).permute(0, 2, 1)
+    cases.append({"name": name, "x": enc(x), "weights": {"conv1d_transpose/kernel": enc(k), "conv1d_transpose/bias": enc(b)},
+                  "output": enc(y.detach().numpy())})
 
     name = "separable_conv2d_same_k3_m2"
     r = rng_for(name)
