@@ -356,6 +356,16 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			l = newRandomCrop(c, nil)
 		}
+	case "ZeroPadding1D", "Cropping1D":
+		var c padCrop1DConfig
+		if err = dec(&c); err == nil {
+			l = newPadCrop1D(al.ClassName, c, nil)
+		}
+	case "UpSampling1D":
+		var c upSampling1DConfig
+		if err = dec(&c); err == nil {
+			l = newUpSampling1D(c, nil)
+		}
 	default:
 		return nil, nil, fmt.Errorf("unknown layer class %q", al.ClassName)
 	}

@@ -29,6 +29,7 @@ func FuzzLayerArchitecture(f *testing.F) {
 		SeparableConv2D(4, 3, DepthMultiplier(2), Strides(2)), UpSampling2D(nil)))
 	add(Sequential("c", Input(9, 2), MaxPooling1D(2, Padding("same")), AveragePooling1D(3, Strides(1)), GlobalMaxPooling1D()))
 	add(Sequential("e", Input(6, 2), Conv1DTranspose(3, 3, Strides(2), OutputPadding(1)), Conv1DTranspose(2, 2, Padding("same"))))
+	add(Sequential("f", Input(6, 2), ZeroPadding1D([]int{1, 2}), Cropping1D(nil), UpSampling1D(3)))
 	add(Sequential("d", Input(9, 2), GlobalAveragePooling1D()))
 	f.Fuzz(func(t *testing.T, js []byte) {
 		fuzzcheck.Bounded(t, fuzzcheck.DefaultLimit, func() {

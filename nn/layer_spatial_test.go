@@ -39,6 +39,11 @@ func TestSpatialLayerShapes(t *testing.T) {
 		// depthwise 3·3·3·2 + pointwise 6·5 + bias 5.
 		{"separable", []int{7, 7, 3}, SeparableConv2D(5, 3, DepthMultiplier(2)), "(None, 5, 5, 5)", 54 + 30 + 5},
 		{"separable same strides", []int{7, 7, 2}, SeparableConv2D(4, 3, Padding("same"), Strides(2), UseBias(false)), "(None, 4, 4, 4)", 18 + 8},
+		{"zero padding 1d default", []int{4, 3}, ZeroPadding1D(nil), "(None, 6, 3)", 0},
+		{"zero padding 1d pair", []int{4, 3}, ZeroPadding1D([]int{0, 3}), "(None, 7, 3)", 0},
+		{"cropping 1d default", []int{4, 3}, Cropping1D(nil), "(None, 2, 3)", 0},
+		{"cropping 1d pair", []int{6, 3}, Cropping1D([]int{3, 0}), "(None, 3, 3)", 0},
+		{"upsampling 1d", []int{4, 3}, UpSampling1D(3), "(None, 12, 3)", 0},
 		{"maxpool1d", []int{7, 3}, MaxPooling1D(2), "(None, 3, 3)", 0},
 		{"maxpool1d same", []int{7, 3}, MaxPooling1D(2, Padding("same")), "(None, 4, 3)", 0},
 		{"avgpool1d strides", []int{8, 2}, AveragePooling1D(3, Strides(1)), "(None, 6, 2)", 0},
@@ -91,6 +96,11 @@ func TestSpatialLayerErrors(t *testing.T) {
 		{[]int{5, 5, 2}, SeparableConv2D(-1, 3), `layer 1 of 1 (SeparableConv2D "separable_conv2d"): filters -1 must be positive`},
 		{[]int{2, 2, 2}, SeparableConv2D(4, 3), `layer 1 of 1 (SeparableConv2D "separable_conv2d") on input (None, 2, 2, 2): spatial dimension 1: the window spans 3 but the input is only 2 long (padding "valid")`},
 		{[]int{5, 5, 2}, SeparableConv2D(4, 3, KernelInitializer(Ones())), `layer 1 of 1 (SeparableConv2D "separable_conv2d"): option KernelInitializer does not apply (it accepts Name, Trainable, KernelShape, Strides, Padding, DilationRate, DepthMultiplier, Activation, UseBias, DepthwiseInitializer, PointwiseInitializer, BiasInitializer)`},
+		{[]int{4, 3}, ZeroPadding1D([]int{1, 2, 3}), `layer 1 of 1 (ZeroPadding1D "zero_padding1d"): padding [1 2 3] must have 1 or 2 values (both ends; start and end)`},
+		{[]int{4, 3}, Cropping1D([]int{0, -2}), `layer 1 of 1 (Cropping1D "cropping1d"): cropping [0 -2] must not be negative`},
+		{[]int{4, 3}, Cropping1D([]int{2}), `layer 1 of 1 (Cropping1D "cropping1d") on input (None, 4, 3): cropping 2 and 2 leaves nothing of 4 steps`},
+		{[]int{4, 3, 1}, ZeroPadding1D(nil), `layer 1 of 1 (ZeroPadding1D "zero_padding1d") on input (None, 4, 3, 1): needs inputs of rank 3 (batch, steps, channels), got rank 4`},
+		{[]int{4, 3}, UpSampling1D(0), `layer 1 of 1 (UpSampling1D "up_sampling1d"): size 0 must be positive`},
 		{[]int{7, 3}, MaxPooling1D(0), `layer 1 of 1 (MaxPooling1D "max_pooling1d"): pool size [0]: values must be positive`},
 		{[]int{7, 3}, AveragePooling1D(2, Padding("causal")), `layer 1 of 1 (AveragePooling1D "average_pooling1d"): padding "causal" must be "valid" or "same"`},
 		{[]int{1, 3}, MaxPooling1D(2), `layer 1 of 1 (MaxPooling1D "max_pooling1d") on input (None, 1, 3): steps: the window spans 2 but the input is only 1 long (padding "valid")`},
@@ -128,6 +138,9 @@ func TestSpatialLayerForward(t *testing.T) {
 		{"upsampling bilinear", []int{1, 2, 1}, UpSampling2D([]int{1, 2}, Interpolation("bilinear")), []float32{0, 4},
 			[]float32{0, 1, 3, 4}},
 		{"rescaling", []int{3}, Rescaling(0.5, -1), []float32{0, 2, 5}, []float32{-1, 0, 1.5}},
+		{"zero padding 1d", []int{2, 2}, ZeroPadding1D([]int{1, 2}), []float32{1, 2, 3, 4}, []float32{0, 0, 1, 2, 3, 4, 0, 0, 0, 0}},
+		{"cropping 1d", []int{4, 1}, Cropping1D([]int{1, 2}), []float32{1, 2, 3, 4}, []float32{2}},
+		{"upsampling 1d", []int{2, 2}, UpSampling1D(2), []float32{1, 2, 3, 4}, []float32{1, 2, 1, 2, 3, 4, 3, 4}},
 		{"maxpool1d same", []int{5, 1}, MaxPooling1D(2, Padding("same")), []float32{1, 3, 2, -1, 5}, []float32{3, 2, 5}},
 		// Total padding (3 − 1)·2 + 3 − 5 = 2, one before: windows [−1, 2),
 		// [1, 4) and [3, 6), each averaged over its cells inside.
@@ -194,6 +207,8 @@ func TestSpatialLayersSaveLoad(t *testing.T) {
 	f := Apply(UpSampling2D([]int{1, 2}, Interpolation("bilinear")), e)
 	g := Apply(Reshape([]int{-1, 4}), f)
 	g = Apply(Conv1DTranspose(4, 2, Padding("same"), UseBias(false)), g)
+	g = Apply(Cropping1D([]int{2, 0}), Apply(UpSampling1D(2), Apply(ZeroPadding1D([]int{0, 1}), g)))
+	g = Apply(Cropping1D(nil), g) // (224 + 1)·2 − 2 − 2 = 446
 	h := Apply(MaxPooling1D(3, Strides(2), Padding("same")), g)
 	i := Apply(AveragePooling1D(2), h)
 	j := Apply(Concatenate(), Apply(GlobalAveragePooling1D(), i), Apply(GlobalMaxPooling1D(), i))
@@ -213,8 +228,12 @@ func TestSpatialLayersSaveLoad(t *testing.T) {
 		{"conv2d_transpose (Conv2DTranspose)", "(None, 14, 16, 2)", " 56 "}, // 3·3·2·3 + 2; (7 − 1)·2 + 3 − 2 + 1
 		{"up_sampling2d (UpSampling2D)", "(None, 14, 32, 2)", " 0 "},
 		{"conv1d_transpose (Conv1DTranspose)", "(None, 224, 4)", " 32 "}, // 2·4·4
-		{"max_pooling1d (MaxPooling1D)", "(None, 112, 4)", " 0 "},
-		{"average_pooling1d (AveragePooling1D)", "(None, 56, 4)", " 0 "},
+		{"zero_padding1d (ZeroPadding1D)", "(None, 225, 4)", " 0 "},
+		{"up_sampling1d (UpSampling1D)", "(None, 450, 4)", " 0 "},
+		{"cropping1d (Cropping1D)", "(None, 448, 4)", " 0 "},
+		{"cropping1d_1 (Cropping1D)", "(None, 446, 4)", " 0 "},
+		{"max_pooling1d (MaxPooling1D)", "(None, 223, 4)", " 0 "},
+		{"average_pooling1d (AveragePooling1D)", "(None, 111, 4)", " 0 "},
 		{"global_average_pooling1d (GlobalAveragePooling1D)", "(None, 4)", " 0 "},
 		{"global_max_pooling1d (GlobalMaxPooling1D)", "(None, 4)", " 0 "},
 	} {
@@ -249,6 +268,9 @@ func TestSpatialLayersSaveLoad(t *testing.T) {
 		`"scale":0.00392156862745098,"offset":0.5`,
 		`"strides":[2,2],"padding":"same","output_padding":[1,1],"dilation_rate":[1,1],"activation":"tanh"`,
 		`"depth_multiplier":2,"activation":"relu","use_bias":true,"depthwise_initializer":{"name":"he_uniform"},"pointwise_initializer":{"name":"glorot_normal"}`,
+		`{"class_name":"ZeroPadding1D","config":{"name":"zero_padding1d","trainable":true,"padding":[0,1]}}`,
+		`{"class_name":"UpSampling1D","config":{"name":"up_sampling1d","trainable":true,"size":2}}`,
+		`{"class_name":"Cropping1D","config":{"name":"cropping1d_1","trainable":true,"cropping":[1,1]}}`,
 		`{"class_name":"MaxPooling1D","config":{"name":"max_pooling1d","trainable":true,"pool_size":[3],"strides":[2],"padding":"same"}}`,
 	} {
 		if !strings.Contains(string(a1), frag) {
@@ -290,6 +312,10 @@ func TestSpatialArchitectureErrors(t *testing.T) {
 			`output padding [1 0] must lie in [0, stride) for strides [1 1]`},
 		{`{"class_name":"UpSampling2D","config":{"name":"u","trainable":true,"size":[2,2],"interpolation":"area"}}`,
 			`interpolation "area" must be "nearest" or "bilinear"`},
+		{`{"class_name":"Cropping1D","config":{"name":"c","trainable":true,"cropping":[1]}}`,
+			`nn: architecture: layer 1 (Cropping1D "c"): cropping [1] must be [start, end], neither negative`},
+		{`{"class_name":"ZeroPadding1D","config":{"name":"z","trainable":true,"padding":[1,1],"cropping":[1,1]}}`,
+			`nn: architecture: layer 1 (ZeroPadding1D "z"): cropping does not apply`},
 	} {
 		js := `{"format":"tartan.architecture","version":1,"class_name":"Sequential","name":"m","layers":[` +
 			`{"class_name":"InputLayer","config":{"name":"input_layer","shape":[4,4,1]}},` + c.layer + `]}`

@@ -72,3 +72,56 @@ func (l *upSamplingLayer) config() any {
 	cfg.Name = l.name
 	return cfg
 }
+
+// upSampling1DLayer is Keras's UpSampling1D.
+type upSampling1DLayer struct {
+	layerBase
+	cfg upSampling1DConfig
+}
+
+type upSampling1DConfig struct {
+	layerCommon
+	Size int `json:"size"`
+}
+
+// UpSampling1D returns a layer repeating every step of its inputs (batch,
+// steps, channels) size times; Keras's default size is 2.
+func UpSampling1D(size int, opts ...LayerOption) Layer {
+	s, err := newSettings("UpSampling1D", nil, opts)
+	return newUpSampling1D(upSampling1DConfig{layerCommon: common(s), Size: size}, err)
+}
+
+func newUpSampling1D(cfg upSampling1DConfig, err error) Layer {
+	l := &upSampling1DLayer{layerBase: newBase("UpSampling1D", cfg.Name, cfg.Trainable, err), cfg: cfg}
+	l.err = firstErr(l.err, check(cfg.Size >= 1, "nn: UpSampling1D: size %d must be positive", cfg.Size))
+	return l
+}
+
+func (l *upSampling1DLayer) build(in []tile.Shape) (tile.Shape, error) {
+	s, err := oneInput(l, in)
+	if err != nil {
+		return nil, err
+	}
+	if len(s) != 2 {
+		return nil, fmt.Errorf("needs inputs of rank 3 (batch, steps, channels), got rank %d", len(s)+1)
+	}
+	n, ok := checkedMul(s[0], l.cfg.Size)
+	if !ok {
+		return nil, fmt.Errorf("the %d steps times %d overflow", s[0], l.cfg.Size)
+	}
+	s[0] = n
+	return s, nil
+}
+
+func (l *upSampling1DLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
+	x := in[0]
+	n, w, ch := x.Dim(0), x.Dim(1), x.Dim(2)
+	y := c.g.BroadcastTo(c.g.Reshape(x, tile.Shape{n, w, 1, ch}), tile.Shape{n, w, l.cfg.Size, ch})
+	return c.g.Reshape(y, tile.Shape{n, w * l.cfg.Size, ch})
+}
+
+func (l *upSampling1DLayer) config() any {
+	cfg := l.cfg
+	cfg.Name = l.name
+	return cfg
+}
