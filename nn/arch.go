@@ -309,6 +309,66 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			l = newEmbedding(c, nil)
 		}
+	case "ZeroPadding2D", "Cropping2D":
+		var c padCropConfig
+		if err = dec(&c); err == nil {
+			l = newPadCrop(al.ClassName, c, nil)
+		}
+	case "UpSampling2D":
+		var c upSamplingConfig
+		if err = dec(&c); err == nil {
+			l = newUpSampling(c, nil)
+		}
+	case "Rescaling":
+		var c rescalingConfig
+		if err = dec(&c); err == nil {
+			l = newRescaling(c, nil)
+		}
+	case "Conv1DTranspose", "Conv2DTranspose":
+		var c convTransposeConfig
+		if err = dec(&c); err == nil {
+			l = newConvTranspose(al.ClassName, c, nil)
+		}
+	case "SeparableConv2D":
+		var c separableConfig
+		if err = dec(&c); err == nil {
+			l = newSeparable(c, nil)
+		}
+	case "MaxPooling1D", "AveragePooling1D":
+		var c poolConfig
+		if err = dec(&c); err == nil {
+			l = newPool1D(al.ClassName, c, nil)
+		}
+	case "GlobalAveragePooling1D", "GlobalMaxPooling1D":
+		var c layerCommon
+		if err = dec(&c); err == nil {
+			l = newGlobalPool1D(al.ClassName, c, nil)
+		}
+	case "RandomFlip":
+		var c randomFlipConfig
+		if err = dec(&c); err == nil {
+			l = newRandomFlip(c, nil)
+		}
+	case "RandomContrast":
+		var c randomContrastConfig
+		if err = dec(&c); err == nil {
+			l = newRandomContrast(c, nil)
+		}
+	case "RandomCrop":
+		var c randomCropConfig
+		if err = dec(&c); err == nil {
+			l = newRandomCrop(c, nil)
+		}
+	case "ZeroPadding1D", "Cropping1D":
+		var c padCrop1DConfig
+		if err = dec(&c); err == nil {
+			l = newPadCrop1D(al.ClassName, c, nil)
+		}
+	case "UpSampling1D":
+		var c upSampling1DConfig
+		if err = dec(&c); err == nil {
+			l = newUpSampling1D(c, nil)
+		}
 	default:
 		return decodeCustom(al) // a Lambda or a registered class
 	}

@@ -33,9 +33,11 @@
 //     state stay on the device between steps; the host reads the metric
 //     accumulators only for the progress bar, a few times a second, and at
 //     the end of every epoch. Training and inference are separate graphs, so
-//     Dropout and BatchNormalization behave as Keras's do in each mode.
-//     TrainOnBatch, TestOnBatch and PredictOnBatch run one such step on a
-//     batch given as Arrays, as Keras's *_on_batch methods do.
+//     Dropout, BatchNormalization and the random augmentation layers
+//     (RandomFlip, RandomContrast, RandomCrop, which draw from the same seed)
+//     behave as Keras's do in each mode. TrainOnBatch, TestOnBatch and
+//     PredictOnBatch run one such step on a batch given as Arrays, as
+//     Keras's *_on_batch methods do.
 //   - Saving. GetWeights and SetWeights exchange every weight's value in
 //     Keras's order; SaveWeights and LoadWeights exchange weights as
 //     safetensors files; Save and Load keep a whole model (its architecture as JSON in the

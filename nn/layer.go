@@ -168,6 +168,7 @@ type layerSettings struct {
 	slope       float64
 	kernelReg   Regularizer
 	biasReg     Regularizer
+	ext         layerExt // the options of layer_options.go
 }
 
 // layerOption is a LayerOption that sets one field.

@@ -23,6 +23,10 @@
 //   - norm.go: BatchNorm and LayerNorm.
 //   - reduce.go: Sum, Mean, Max, Min, ArgMax, ArgMin.
 //   - dropout.go: Dropout (training-mode, inverted).
+//   - convtranspose.go: Conv1DTranspose and Conv2DTranspose (Keras's output
+//     lengths, TensorFlow's padding; see TransposedLength).
+//   - upsample.go: UpSample2D (nearest and half-pixel bilinear) and
+//     ResizeBilinear.
 //
 // Every function takes the graph first and returns a *tile.Tensor. Argument
 // errors (wrong ranks, mismatched channels, non-float inputs, integer labels
