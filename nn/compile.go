@@ -130,8 +130,8 @@ func (m *Model) Compile(opt Optimizer, loss Loss, opts ...CompileOption) error {
 		return err
 	}
 	for _, prefix := range []string{"train", "eval"} {
-		for _, n := range m.accumulators(prefix) {
-			m.st.declare(n, tile.Float32, tile.Shape{})
+		for i, n := range m.accumulators(prefix) {
+			m.st.declare(n, tile.Float32, m.accumulatorShape(i))
 		}
 	}
 	return nil
@@ -148,10 +148,21 @@ func (m *Model) accumulators(prefix string) []string {
 	return out
 }
 
+// accumulatorShape returns the shape of accumulator i of accumulators: a
+// scalar, or the counts of a confusionMetric.
+func (m *Model) accumulatorShape(i int) tile.Shape {
+	if i >= 2 {
+		if cm, ok := m.comp.metrics[i-2].(*confusionMetric); ok {
+			return cm.countShape()
+		}
+	}
+	return tile.Shape{}
+}
+
 // resetAccumulators sets a prefix's accumulators to zero.
 func (m *Model) resetAccumulators(prefix string) error {
-	for _, n := range m.accumulators(prefix) {
-		if err := m.st.setF32(n, []float32{0}); err != nil {
+	for i, n := range m.accumulators(prefix) {
+		if err := m.st.setF32(n, make([]float32, m.accumulatorShape(i).Size())); err != nil {
 			return err
 		}
 	}
@@ -159,14 +170,31 @@ func (m *Model) resetAccumulators(prefix string) error {
 }
 
 // readLogs reads a prefix's accumulators and returns the mean loss and
-// metrics, under their names with namePrefix before them ("" or "val_").
+// metrics (or, for a confusionMetric, its value from the counts), under
+// their names with namePrefix before them ("" or "val_").
 func (m *Model) readLogs(prefix, namePrefix string) (Logs, error) {
-	names := m.accumulators(prefix)
+	all := m.accumulators(prefix)
+	var names []string
+	logs := Logs{}
+	for i, n := range all {
+		cm, ok := (*confusionMetric)(nil), false
+		if i >= 2 {
+			cm, ok = m.comp.metrics[i-2].(*confusionMetric)
+		}
+		if !ok {
+			names = append(names, n)
+			continue
+		}
+		v, err := m.st.f32(n)
+		if err != nil {
+			return nil, err
+		}
+		logs[namePrefix+cm.Name()] = cm.result(v)
+	}
 	vals, err := m.st.readScalars(names)
 	if err != nil {
 		return nil, err
 	}
-	logs := Logs{}
 	count := vals[0]
 	for i, n := range names[1:] {
 		key := namePrefix + n[len(prefix)+1:]
@@ -239,14 +267,19 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 	accs := m.accumulators(prefix)
 	totals := []*tile.Tensor{n, g.Mul(loss, n)}
 	for _, mt := range m.comp.metrics {
-		v := mt.perSample(g, m.comp.loss, y, pred)
+		var v *tile.Tensor
+		if cm, ok := mt.(*confusionMetric); ok {
+			v = cm.counts(g, y, pred)
+		} else {
+			v = sumAll(g, mt.perSample(g, m.comp.loss, y, pred))
+		}
 		if err := g.Err(); err != nil {
 			return nil, nestf(err, "metric %s", mt.Name())
 		}
-		totals = append(totals, sumAll(g, v))
+		totals = append(totals, v)
 	}
 	for i, name := range accs {
-		acc := g.Variable(name, tile.Float32, tile.Shape{})
+		acc := g.Variable(name, tile.Float32, m.accumulatorShape(i))
 		g.Update(acc, g.Add(acc, totals[i]))
 	}
 	g.SetOutput("loss", loss)
