@@ -455,7 +455,10 @@ func numpyArray(v any) (*pyArray, error) {
 		}
 	}
 	dt, ok := st[2].(*pyCall)
-	if g, isG := dt.fn.(pyGlobal); !ok || !isG || g.name != "dtype" || len(dt.args) < 1 {
+	if !ok {
+		return nil, fmt.Errorf("%w: a NumPy array's dtype is %s, not numpy.dtype", errPickle, pyKind(st[2]))
+	}
+	if g, isG := dt.fn.(pyGlobal); !isG || g.name != "dtype" || len(dt.args) < 1 {
 		return nil, fmt.Errorf("%w: a NumPy array's dtype is not numpy.dtype", errPickle)
 	}
 	name, ok := pyText(dt.args[0])
