@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/grad"
@@ -214,8 +215,8 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 		return nil, fmt.Errorf("nn: model %q is not compiled; call Compile first", m.name)
 	}
 	b := key.batch
-	g := tile.NewGraph(fmt.Sprintf("%s_%s_b%d", m.name, key.kind, b))
-	c := &callContext{g: g, training: key.kind == trainProg, vars: map[*Weight]*tile.Tensor{}, logits: map[*tile.Tensor]*logits{}}
+	g := tile.NewGraph(fmt.Sprintf("%s_%s_b%d", m.name, strings.ReplaceAll(key.kind.String(), " ", "_"), b))
+	c := &callContext{g: g, training: key.kind == trainProg || key.kind == weightedTrainProg, vars: map[*Weight]*tile.Tensor{}, logits: map[*tile.Tensor]*logits{}}
 	m.declareWeights(c)
 	x := g.Input("x", tile.Float32, batchShape(b, m.inputs[0].shape))
 	var iter *tile.Tensor
@@ -235,7 +236,12 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 		return g, g.Err()
 	}
 	y := g.Input("y", tile.Float32, batchShape(b, m.comp.target))
-	loss := m.comp.loss.value(g, y, pred, c.logits[pred])
+	var loss *tile.Tensor
+	if key.kind == weightedTrainProg {
+		loss = weightedLoss(g, m.comp.loss, y, pred, c.logits[pred], b)
+	} else {
+		loss = m.comp.loss.value(g, y, pred, c.logits[pred])
+	}
 	if err := g.Err(); err != nil {
 		return nil, nestf(err, "loss %s", m.comp.loss.Name())
 	}
