@@ -1,5 +1,6 @@
 // Package data reads the image-classification data sets that Tartan trains on
-// and turns them into batches for a model.
+// (and Keras's IMDB reviews, as Sequences of word indices) and turns them
+// into batches for a model.
 //
 // It works in four phases:
 //
@@ -10,8 +11,11 @@
 //     involved. Memory grows only as payload bytes arrive, never to what a
 //     header merely declares; a file's size is checked against its header
 //     before the payload is read, and only a bounded amount of anything
-//     after the payload is read before it is reported.
-//   - Locating: FashionMNIST, MNIST and CIFAR10 look for their files in the
+//     after the payload is read before it is reported. CIFAR-100's python
+//     version and IMDB's NumPy archive hold Python pickles, which a reader
+//     of just the subset they use decodes, running no code and checking
+//     every length against the bytes there are.
+//   - Locating: FashionMNIST, MNIST, CIFAR10, CIFAR100 and IMDB look for their files in the
 //     directory given by the Dir option (the command line's --data), else in
 //     the directory named by the TARTAN_DATA environment variable, else in
 //     the Keras cache (~/.keras/datasets), then where a system package

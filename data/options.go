@@ -18,6 +18,7 @@ type config struct {
 	cacheDir string        // the Keras datasets cache; "" means the default
 	timeout  time.Duration // longest wait for the next bytes of a download
 	log      io.Writer     // where to announce downloads; nil for silence
+	args     loaderArgs    // the arguments of CIFAR100 and IMDB
 
 	// Set by tests only.
 	baseURL string // replaces every data set's mirrors when not ""

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/grad"
@@ -130,8 +131,8 @@ func (m *Model) Compile(opt Optimizer, loss Loss, opts ...CompileOption) error {
 		return err
 	}
 	for _, prefix := range []string{"train", "eval"} {
-		for _, n := range m.accumulators(prefix) {
-			m.st.declare(n, tile.Float32, tile.Shape{})
+		for i, n := range m.accumulators(prefix) {
+			m.st.declare(n, tile.Float32, m.accumulatorShape(i))
 		}
 	}
 	return nil
@@ -148,10 +149,21 @@ func (m *Model) accumulators(prefix string) []string {
 	return out
 }
 
+// accumulatorShape returns the shape of accumulator i of accumulators: a
+// scalar, or the counts of a confusionMetric.
+func (m *Model) accumulatorShape(i int) tile.Shape {
+	if i >= 2 {
+		if cm, ok := m.comp.metrics[i-2].(*confusionMetric); ok {
+			return cm.countShape()
+		}
+	}
+	return tile.Shape{}
+}
+
 // resetAccumulators sets a prefix's accumulators to zero.
 func (m *Model) resetAccumulators(prefix string) error {
-	for _, n := range m.accumulators(prefix) {
-		if err := m.st.setF32(n, []float32{0}); err != nil {
+	for i, n := range m.accumulators(prefix) {
+		if err := m.st.setF32(n, make([]float32, m.accumulatorShape(i).Size())); err != nil {
 			return err
 		}
 	}
@@ -159,14 +171,31 @@ func (m *Model) resetAccumulators(prefix string) error {
 }
 
 // readLogs reads a prefix's accumulators and returns the mean loss and
-// metrics, under their names with namePrefix before them ("" or "val_").
+// metrics (or, for a confusionMetric, its value from the counts), under
+// their names with namePrefix before them ("" or "val_").
 func (m *Model) readLogs(prefix, namePrefix string) (Logs, error) {
-	names := m.accumulators(prefix)
+	all := m.accumulators(prefix)
+	var names []string
+	logs := Logs{}
+	for i, n := range all {
+		cm, ok := (*confusionMetric)(nil), false
+		if i >= 2 {
+			cm, ok = m.comp.metrics[i-2].(*confusionMetric)
+		}
+		if !ok {
+			names = append(names, n)
+			continue
+		}
+		v, err := m.st.f32(n)
+		if err != nil {
+			return nil, err
+		}
+		logs[namePrefix+cm.Name()] = cm.result(v)
+	}
 	vals, err := m.st.readScalars(names)
 	if err != nil {
 		return nil, err
 	}
-	logs := Logs{}
 	count := vals[0]
 	for i, n := range names[1:] {
 		key := namePrefix + n[len(prefix)+1:]
@@ -186,8 +215,8 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 		return nil, fmt.Errorf("nn: model %q is not compiled; call Compile first", m.name)
 	}
 	b := key.batch
-	g := tile.NewGraph(fmt.Sprintf("%s_%s_b%d", m.name, key.kind, b))
-	c := &callContext{g: g, training: key.kind == trainProg, vars: map[*Weight]*tile.Tensor{}, logits: map[*tile.Tensor]*logits{}}
+	g := tile.NewGraph(fmt.Sprintf("%s_%s_b%d", m.name, strings.ReplaceAll(key.kind.String(), " ", "_"), b))
+	c := &callContext{g: g, training: key.kind == trainProg || key.kind == weightedTrainProg, vars: map[*Weight]*tile.Tensor{}, logits: map[*tile.Tensor]*logits{}}
 	m.declareWeights(c)
 	x := g.Input("x", tile.Float32, batchShape(b, m.inputs[0].shape))
 	var iter *tile.Tensor
@@ -207,7 +236,12 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 		return g, g.Err()
 	}
 	y := g.Input("y", tile.Float32, batchShape(b, m.comp.target))
-	loss := m.comp.loss.value(g, y, pred, c.logits[pred])
+	var loss *tile.Tensor
+	if key.kind == weightedTrainProg {
+		loss = weightedLoss(g, m.comp.loss, y, pred, c.logits[pred], b)
+	} else {
+		loss = m.comp.loss.value(g, y, pred, c.logits[pred])
+	}
 	if err := g.Err(); err != nil {
 		return nil, nestf(err, "loss %s", m.comp.loss.Name())
 	}
@@ -244,14 +278,19 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 	accs := m.accumulators(prefix)
 	totals := []*tile.Tensor{n, g.Mul(loss, n)}
 	for _, mt := range m.comp.metrics {
-		v := mt.perSample(g, m.comp.loss, y, pred)
+		var v *tile.Tensor
+		if cm, ok := mt.(*confusionMetric); ok {
+			v = cm.counts(g, y, pred)
+		} else {
+			v = sumAll(g, mt.perSample(g, m.comp.loss, y, pred))
+		}
 		if err := g.Err(); err != nil {
 			return nil, nestf(err, "metric %s", mt.Name())
 		}
-		totals = append(totals, sumAll(g, v))
+		totals = append(totals, v)
 	}
 	for i, name := range accs {
-		acc := g.Variable(name, tile.Float32, tile.Shape{})
+		acc := g.Variable(name, tile.Float32, m.accumulatorShape(i))
 		g.Update(acc, g.Add(acc, totals[i]))
 	}
 	g.SetOutput("loss", loss)

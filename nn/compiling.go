@@ -25,8 +25,12 @@ import (
 func (m *Model) prepare(w io.Writer, verbose int, now func() time.Time, keys ...progKey) error {
 	var kinds []progKind
 	for _, k := range keys {
-		if m.progs[k] == nil && !slices.Contains(kinds, k.kind) {
-			kinds = append(kinds, k.kind)
+		kind := k.kind
+		if kind == weightedTrainProg {
+			kind = trainProg // described as training
+		}
+		if m.progs[k] == nil && !slices.Contains(kinds, kind) {
+			kinds = append(kinds, kind)
 		}
 	}
 	if len(kinds) == 0 || verbose == 0 || m.dev == nil {

@@ -30,6 +30,8 @@ type fitSettings struct {
 	out          io.Writer
 	resume       *Checkpoint
 	now          func() time.Time // the clock of the printed times
+	sampleWeight []float64        // SampleWeight (sample_weight.go)
+	classWeight  map[int]float64  // ClassWeight (sample_weight.go)
 }
 
 type fitOption struct {
@@ -194,6 +196,10 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	if err := m.checkSamples("training", train, true); err != nil {
 		return nil, err
 	}
+	sw, err := m.fitWeights(train, s)
+	if err != nil {
+		return nil, err
+	}
 	val := s.valData
 	if s.valSplit > 0 {
 		n := train.Len()
@@ -242,7 +248,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	// so that no epoch's time includes compiling.
 	var keys []progKey
 	for _, b := range batchSizes(n, bs) {
-		keys = append(keys, progKey{trainProg, b})
+		keys = append(keys, progKey{sw.kind(), b})
 	}
 	if val != nil {
 		for _, b := range batchSizes(val.Len(), s.batch) {
@@ -300,11 +306,15 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 			times.since(&times.read, t)
 			times.steps++
 			nb := b.n
-			p, err := m.program(progKey{trainProg, nb})
+			p, err := m.program(progKey{sw.kind(), nb})
 			if err != nil {
 				return hist, err
 			}
-			if err := m.st.run(p, map[string]any{"x": b.x[:nb*in], "y": b.y[:nb*tgt]}); err != nil {
+			inputs := map[string]any{"x": b.x[:nb*in], "y": b.y[:nb*tgt]}
+			if sw != nil {
+				inputs["w"] = sw.batch(order[step*bs : step*bs+nb])
+			}
+			if err := m.st.run(p, inputs); err != nil {
 				return hist, nestf(err, "Fit: epoch %d, step %d", epoch+1, step+1)
 			}
 			pf.release(b)

@@ -132,7 +132,7 @@ func TestLossByName(t *testing.T) {
 			t.Errorf("LossByName(%q) = %v, %v; want %s", name, l, err, want)
 		}
 	}
-	if _, err := LossByName("hinge"); err == nil || !strings.Contains(err.Error(), `unknown loss "hinge"`) {
+	if _, err := LossByName("squared_hinge"); err == nil || !strings.Contains(err.Error(), `unknown loss "squared_hinge"`) {
 		t.Errorf("unknown loss: %v", err)
 	}
 	m := must(t)(Sequential("m", Input(2), Dense(1)))

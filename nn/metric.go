@@ -10,7 +10,10 @@ import (
 // Metric is a quantity reported during training and evaluation: the mean
 // over the samples seen so far of a per-sample value. The training step adds
 // each batch's per-sample values to an accumulator variable on the device,
-// and the host divides by the number of samples when it reads it.
+// and the host divides by the number of samples when it reads it. Precision,
+// Recall and AUC instead accumulate confusion counts (true and false
+// positives and negatives, at each threshold) over the epoch and compute
+// their value from the totals, as Keras does.
 type Metric interface {
 	// Name returns the name the metric is logged under, such as "accuracy".
 	Name() string
@@ -87,7 +90,8 @@ func MeanAbsoluteErrorMetric() Metric { return &metric{name: "mean_absolute_erro
 // MetricByName returns the metric Keras calls name: "accuracy" (or "acc"),
 // "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy",
 // "sparse_top_k_categorical_accuracy" and "top_k_categorical_accuracy"
-// (k = 5), "mse" or "mean_squared_error", "mae" or "mean_absolute_error".
+// (k = 5), "mse" or "mean_squared_error", "mae" or "mean_absolute_error",
+// "precision", "recall" and "auc" (with their defaults).
 func MetricByName(name string) (Metric, error) {
 	switch name {
 	case "accuracy", "acc":
@@ -106,8 +110,14 @@ func MetricByName(name string) (Metric, error) {
 		return MeanSquaredErrorMetric(), nil
 	case "mae", "mean_absolute_error":
 		return MeanAbsoluteErrorMetric(), nil
+	case "precision":
+		return Precision(), nil
+	case "recall":
+		return Recall(), nil
+	case "auc":
+		return AUC(), nil
 	}
-	return nil, fmt.Errorf("nn: unknown metric %q (want accuracy, sparse_categorical_accuracy, categorical_accuracy, binary_accuracy, sparse_top_k_categorical_accuracy, top_k_categorical_accuracy, mse or mae)", name)
+	return nil, fmt.Errorf("nn: unknown metric %q (want accuracy, sparse_categorical_accuracy, categorical_accuracy, binary_accuracy, sparse_top_k_categorical_accuracy, top_k_categorical_accuracy, mse, mae, precision, recall or auc)", name)
 }
 
 func (m *metric) perSample(g *tile.Graph, l Loss, y, pred *tile.Tensor) *tile.Tensor {

@@ -295,9 +295,12 @@ const (
 	trainProg progKind = iota
 	evalProg
 	predictProg
+	weightedTrainProg // a training step whose loss takes per-sample weights
 )
 
-func (k progKind) String() string { return [...]string{"train", "eval", "predict"}[k] }
+func (k progKind) String() string {
+	return [...]string{"train", "eval", "predict", "weighted train"}[k]
+}
 
 // progKey identifies an executable: its kind and batch size.
 type progKey struct {
