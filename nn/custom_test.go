@@ -823,7 +823,7 @@ func TestCustomOptimizer(t *testing.T) {
 			}
 		})
 	}
-	customErrText(t, CustomOptimizer("x", 0.1, handSGD{}, Momentum(0.9)).base().err, `nn: x: option Momentum does not apply (it accepts WeightDecay, LRSchedule)`)
+	customErrText(t, CustomOptimizer("x", 0.1, handSGD{}, Momentum(0.9)).base().err, `nn: x: option Momentum does not apply (it accepts WeightDecay, LRSchedule, ClipNorm, ClipValue, GlobalClipNorm)`)
 	customErrText(t, CustomOptimizer("x", 0.1, twiceSlots{}).base().err, `nn: x: slot "m" is named twice`)
 	customErrText(t, CustomOptimizer("x", 0.1, nil).base().err, `nn: x: nil OptimizerDef`)
 	m := must(t)(Sequential("m", Input(3), Dense(2)))

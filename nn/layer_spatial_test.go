@@ -91,7 +91,7 @@ func TestSpatialLayerErrors(t *testing.T) {
 		{[]int{3, 1}, Conv2DTranspose(2, 3), `layer 1 of 1 (Conv2DTranspose "conv2d_transpose") on input (None, 3, 1): needs inputs of rank 4 (batch, height, width, channels), got rank 3`},
 		{[]int{3, 3, 1}, Conv1DTranspose(2, 3), `layer 1 of 1 (Conv1DTranspose "conv1d_transpose") on input (None, 3, 3, 1): needs inputs of rank 3 (batch, steps, channels), got rank 4`},
 		{[]int{3, 1}, Conv1DTranspose(2, 3, Strides(2), OutputPadding(1, 1)), `layer 1 of 1 (Conv1DTranspose "conv1d_transpose"): output padding [1 1]: want 1 value`},
-		{[]int{5, 5, 2}, Conv2D(2, 3, OutputPadding(1)), `layer 1 of 1 (Conv2D "conv2d"): option OutputPadding does not apply (it accepts Name, Trainable, KernelShape, Strides, Padding, DilationRate, Activation, UseBias, KernelInitializer, BiasInitializer, Groups)`},
+		{[]int{5, 5, 2}, Conv2D(2, 3, OutputPadding(1)), `layer 1 of 1 (Conv2D "conv2d"): option OutputPadding does not apply (it accepts Name, Trainable, KernelShape, Strides, Padding, DilationRate, Activation, UseBias, KernelInitializer, BiasInitializer, Groups, KernelRegularizer, BiasRegularizer)`},
 		{[]int{5, 5, 2}, SeparableConv2D(4, 3, DepthMultiplier(0)), `layer 1 of 1 (SeparableConv2D "separable_conv2d"): depth multiplier 0 must be positive`},
 		{[]int{5, 5, 2}, SeparableConv2D(-1, 3), `layer 1 of 1 (SeparableConv2D "separable_conv2d"): filters -1 must be positive`},
 		{[]int{2, 2, 2}, SeparableConv2D(4, 3), `layer 1 of 1 (SeparableConv2D "separable_conv2d") on input (None, 2, 2, 2): spatial dimension 1: the window spans 3 but the input is only 2 long (padding "valid")`},
