@@ -195,7 +195,12 @@ func conv(g *tile.Graph, x, wt *tile.Tensor, win window) *tile.Tensor {
 		[]tile.Operand{{Tensor: x, Index: append([]tile.Affine{n, ch}, in...)}, {Tensor: wt, Index: wAcc}})
 }
 
-// groupedConv splits the channels into groups and convolves each.
+// groupedConv convolves x (N, C, spatial…) with wt (M, C/groups,
+// kernel…) in groups: one contraction over (N, groups, M/groups,
+// spatial…), in which group g reads input channels g·C/groups + c and
+// weights g·M/groups + m, reshaped to (N, M, spatial…). A depthwise
+// convolution (groups = C) is the case C/groups = 1; no group is sliced
+// out and concatenated, so a layer of a thousand channels stays one kernel.
 func groupedConv(c *ctx, x, wt *tile.Tensor, win window, groups int) *tile.Tensor {
 	g := c.g
 	if groups == 1 {
@@ -206,15 +211,16 @@ func groupedConv(c *ctx, x, wt *tile.Tensor, win window, groups int) *tile.Tenso
 		return c.fail("group %d does not fit input %v and weights %v", groups, x.Shape(), wt.Shape())
 	}
 	cg, mg := ch/groups, m/groups
-	var parts []*tile.Tensor
-	for k := range groups {
-		xs, xe := make([]int, x.Rank()), x.Shape()
-		xs[1], xe[1] = k*cg, (k+1)*cg
-		ws, we := make([]int, wt.Rank()), wt.Shape()
-		ws[0], we[0] = k*mg, (k+1)*mg
-		parts = append(parts, conv(g, g.Slice(x, xs, xe, nil), g.Slice(wt, ws, we, nil), win))
+	n, gi, mo, ci := tile.Ix("n"), tile.Ix("g"), tile.Ix("m"), tile.Ix("c")
+	out, in, _ := win.access()
+	wAcc := []tile.Affine{gi.Times(mg).Plus(mo), ci}
+	for i := range win.kernel {
+		wAcc = append(wAcc, tile.Ix(fmt.Sprintf("k%d", i)))
 	}
-	return g.Concat(1, parts...)
+	shape := append(tile.Shape{x.Dim(0), groups, mg}, win.out...)
+	y := g.Contract(tile.Sum, tile.CombMul, shape, append([]tile.Affine{n, gi, mo}, out...),
+		[]tile.Operand{{Tensor: x, Index: append([]tile.Affine{n, gi.Times(cg).Plus(ci)}, in...)}, {Tensor: wt, Index: wAcc}})
+	return g.Reshape(y, append(tile.Shape{x.Dim(0), m}, win.out...))
 }
 
 // addChannelBias adds b (M) along axis 1 of y.

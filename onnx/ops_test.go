@@ -123,3 +123,69 @@ func TestUint32Products(t *testing.T) {
 	_, err = m.Graph(Options{})
 	wantErr(t, err, "node 0 (Mul) at opset 14", "uint32 results are supported only for ops whose int64 results stay exact (not Mul)")
 }
+
+// TestGroupedConv checks Conv with group 2 and a depthwise group (one
+// input channel a group, two outputs each) against direct loops, and that
+// the graph does not grow with the number of groups (each group was once a
+// sliced convolution, all of them concatenated: a select chain a thousand
+// deep for MobileNetV2, more than an OpenCL compiler's bracket nesting).
+func TestGroupedConv(t *testing.T) {
+	const n, h, w, k = 2, 5, 4, 3
+	for _, c := range []struct{ ch, m, groups int }{{4, 6, 2}, {6, 12, 6}, {64, 64, 64}} {
+		cg, mg := c.ch/c.groups, c.m/c.groups
+		x := tile.NewValue(tile.Float32, tile.Shape{n, c.ch, h, w})
+		for i := range x.Data {
+			x.Data[i] = float64(float32(math.Sin(float64(i) * 0.37)))
+		}
+		wt := tile.NewValue(tile.Float32, tile.Shape{c.m, cg, k, k})
+		for i := range wt.Data {
+			wt.Data[i] = float64(float32(math.Cos(float64(i) * 0.11)))
+		}
+		nd := node("Conv", []string{"x", "w"}, []string{"y"}, intsAttr("pads", 1, 1, 1, 1))
+		nd.Attribute = append(nd.Attribute, &pb.AttributeProto{Name: proto.String("group"), Type: pb.AttributeProto_INT.Enum(), I: proto.Int64(int64(c.groups))})
+		y := runOne(t, 13, nd, x, wt)[0]
+		if !y.Shape.Equal(tile.Shape{n, c.m, h, w}) {
+			t.Fatalf("groups %d: shape %v", c.groups, y.Shape)
+		}
+		for b := range n {
+			for m := range c.m {
+				gi := m / mg
+				for i := range h {
+					for j := range w {
+						want := 0.0
+						for ci := range cg {
+							for a := range k {
+								for e := range k {
+									yi, xj := i+a-1, j+e-1
+									if yi < 0 || yi >= h || xj < 0 || xj >= w {
+										continue
+									}
+									want += x.Data[((b*c.ch+gi*cg+ci)*h+yi)*w+xj] * wt.Data[((m*cg+ci)*k+a)*k+e]
+								}
+							}
+						}
+						got := y.Data[((b*c.m+m)*h+i)*w+j]
+						if math.Abs(got-want) > 1e-5*(1+math.Abs(want)) {
+							t.Fatalf("groups %d: y[%d,%d,%d,%d] = %g, want %g", c.groups, b, m, i, j, got, want)
+						}
+					}
+				}
+			}
+		}
+		// The converted graph: inputs, one contraction, a reshape.
+		g := &pb.GraphProto{Node: []*pb.NodeProto{nd},
+			Input:  []*pb.ValueInfoProto{info("x", Float, int64s(x.Shape)...), info("w", Float, int64s(wt.Shape)...)},
+			Output: []*pb.ValueInfoProto{info("y", Float)}}
+		m, err := Read(bytes.NewReader(encode(t, 13, g)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, err := m.Graph(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nodes := len(tg.Nodes()); nodes > 6 {
+			t.Errorf("groups %d: %d graph nodes", c.groups, nodes)
+		}
+	}
+}
