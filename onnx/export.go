@@ -60,7 +60,7 @@ func FixedBatch(n int) ExportOption {
 // each end. Inputs are named after the model's input layers and outputs
 // after the layers that produce them.
 //
-// Every layer kind of package nn exports, in its inference form: Dense
+// These layer kinds export, in their inference form: Dense
 // (Gemm, or MatMul and Add beyond rank 2), Conv1D, Conv2D and
 // DepthwiseConv2D (Conv with explicit pads for "same", dilations, groups),
 // MaxPooling2D and AveragePooling2D (MaxPool, AveragePool without the
@@ -70,8 +70,10 @@ func FixedBatch(n int) ExportOption {
 // Dropout (omitted), Activation, ReLU and Softmax (relu6 as Clip, gelu
 // through Erf, silu as x·sigmoid(x)), Flatten, Reshape, Add, Concatenate
 // and Embedding (Gather, with indices outside the table giving zero
-// vectors as in nn). A layer it cannot map gives an error naming the layer
-// and its class.
+// vectors as in nn). The other layers (the transposed, separable and 1-D
+// layers, padding, cropping, up-sampling, rescaling, augmentation and
+// custom layers) do not export yet: a layer it cannot map gives an error
+// naming the layer and its class.
 func Export(m *nn.Model, w io.Writer, opts ...ExportOption) error {
 	if m == nil {
 		return fmt.Errorf("onnx: export: nil model")

@@ -447,6 +447,15 @@ func TestTutorial(t *testing.T) {
 				t.Errorf("%d lines, want one per image (5):\n%s", n, out)
 			}
 		},
+		"customlayer": func(t *testing.T, out, _ string) {
+			// The RBF layer holds 4 centres of 2 coordinates: 8 parameters.
+			if !strings.Contains(out, "rbf (RBF)") || !regexp.MustCompile(`rbf \(RBF\)\s+│ \(None, 4\)\s+│\s+8 │`).MatchString(out) {
+				t.Errorf("the summary lacks the RBF layer's row of 8 parameters:\n%s", out)
+			}
+			if m := mustMatch(t, out, `accuracy: ([0-9.]+)`); m != nil {
+				accuracyAbove(t, m[1], 0.99)
+			}
+		},
 		"customop": func(t *testing.T, out, _ string) {
 			// By hand: the points (0,0) and (1,1) are both at squared
 			// distance 1 from (1,0), and d/dx of Σ|x−c|² is 2(x−c).

@@ -17,6 +17,7 @@ their counts. ResNet-18 keeps its BatchNormalization nodes; in MobileNetV2
 the export folds them into the convolutions. Batch-normalisation statistics and affine parameters are drawn
 at random (not left at 0 and 1) so that they matter in inference.
 """
+import inspect
 import json
 import os
 import sys
@@ -219,8 +220,15 @@ def main():
         # of a model in eval mode skips the export's Conv+BN fusion); the
         # others are exported in the default EVAL mode, which fuses them.
         mode = torch.onnx.TrainingMode.PRESERVE if name == "resnet18" else torch.onnx.TrainingMode.EVAL
+        # The image models take any batch size (the leading dimension "N").
+        dynamic = {"input": {0: "N"}, "output": {0: "N"}} if name in ("resnet18", "mobilenet_v2") else None
+        kw = {}
+        if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+            # Newer PyTorch exports through torch.export by default; the
+            # TorchScript exporter gives the same graphs on every version.
+            kw["dynamo"] = False
         torch.onnx.export(m, (x,), path, opset_version=OPSET, input_names=["input"], output_names=["output"],
-                          do_constant_folding=True, training=mode)
+                          do_constant_folding=True, training=mode, dynamic_axes=dynamic, **kw)
         np.save(os.path.join(outdir, name + "_input.npy"), x.numpy())
         np.save(os.path.join(outdir, name + "_output.npy"), y.numpy())
         model = onnx.load(path)
