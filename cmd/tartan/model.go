@@ -13,10 +13,12 @@ import (
 // isONNX reports whether path names an ONNX file, by its extension.
 func isONNX(path string) bool { return strings.EqualFold(filepath.Ext(path), ".onnx") }
 
-// onnxError is the error for an ONNX model file, which tartan cannot read
-// yet; what says where the path came from (a flag or an argument).
+// onnxError is the error for an ONNX model file given to a verb that needs
+// an nn model: an imported ONNX graph runs (tartan run) but cannot yet be
+// trained, evaluated or summarised as an nn model. what says where the path
+// came from (a flag or an argument).
 func onnxError(what, path string) error {
-	return fmt.Errorf("%s %s: ONNX import is not available yet; give a model saved by tartan fit --save (a .safetensors file)", what, path)
+	return fmt.Errorf("%s %s: an ONNX model cannot be used as an nn model yet (run it with tartan run %s); give a model saved by tartan fit --save (a .safetensors file)", what, path, path)
 }
 
 // loadModelFile loads a model written by tartan fit --save (nn.Save) or a
