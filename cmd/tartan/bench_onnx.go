@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -39,7 +38,6 @@ func onnxBench(path string, batch, steps int, devID, jsonPath string, stdout, st
 	if err != nil {
 		return err
 	}
-	opt := onnx.Options{Shapes: map[string]tile.Shape{}, Values: map[string]*tile.Value{}}
 	rng := rand.New(rand.NewPCG(1, 2))
 	data := map[string]*tile.Value{}
 	for _, in := range m.Inputs {
@@ -79,26 +77,8 @@ func onnxBench(path string, batch, steps int, devID, jsonPath string, stdout, st
 			return fmt.Errorf("input %q: %w", in.Name, err)
 		}
 		data[in.Name] = v
-		opt.Shapes[in.Name] = shape
 	}
-	var g *tile.Graph
-	for {
-		g, err = m.Graph(opt)
-		var need *onnx.ValueNeededError
-		if !errors.As(err, &need) {
-			break
-		}
-		progress := false
-		for _, name := range need.Inputs {
-			if _, done := opt.Values[name]; !done && data[name] != nil {
-				opt.Values[name] = data[name]
-				progress = true
-			}
-		}
-		if !progress {
-			return err
-		}
-	}
+	g, err := onnxGraph(m, data)
 	if err != nil {
 		return err
 	}
@@ -117,15 +97,8 @@ func onnxBench(path string, batch, steps int, devID, jsonPath string, stdout, st
 	defer x.Close()
 	compile := time.Since(t0).Seconds()
 	end("")
-	byTile := map[string]*tile.Value{}
-	for name, v := range data {
-		byTile[m.TileName(name)] = v
-	}
-	for _, in := range g.Inputs() {
-		name := in.Op().(*tile.InputOp).Name
-		if err := x.SetInput(name, backend.HostSlice(in.DType(), byTile[name].Data)); err != nil {
-			return fmt.Errorf("input %q: %w", name, err)
-		}
+	if err := feedInputs(x, m, g, data); err != nil {
+		return err
 	}
 	outs := g.Outputs()
 	dsts := make([]any, len(outs))

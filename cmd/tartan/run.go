@@ -98,30 +98,7 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 		rep.Inputs = append(rep.Inputs, runTensorInfo{Name: in.Name, Type: in.Type.String(), Shape: v.Shape, File: files[in.Name]})
 	}
 
-	opt := onnx.Options{Shapes: map[string]tile.Shape{}, Values: map[string]*tile.Value{}}
-	for name, v := range values {
-		opt.Shapes[name] = v.Shape
-	}
-	var g *tile.Graph
-	for {
-		g, err = m.Graph(opt)
-		var need *onnx.ValueNeededError
-		if !errors.As(err, &need) {
-			break
-		}
-		// An op whose output shape depends on an input's values (a
-		// Reshape to a shape given as input): fix those inputs.
-		progress := false
-		for _, name := range need.Inputs {
-			if _, done := opt.Values[name]; !done && values[name] != nil {
-				opt.Values[name] = values[name]
-				progress = true
-			}
-		}
-		if !progress {
-			return err
-		}
-	}
+	g, err := onnxGraph(m, values)
 	if err != nil {
 		return err
 	}
@@ -140,19 +117,8 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	defer x.Close()
 	rep.CompileSeconds = time.Since(t0).Seconds()
-	byTile := map[string]*tile.Value{}
-	for name, v := range values {
-		byTile[m.TileName(name)] = v
-	}
-	for _, in := range g.Inputs() {
-		name := in.Op().(*tile.InputOp).Name
-		v := byTile[name]
-		if v == nil {
-			return fmt.Errorf("%s: the graph's input %q has no data", path, name)
-		}
-		if err := x.SetInput(name, backend.HostSlice(in.DType(), v.Data)); err != nil {
-			return fmt.Errorf("input %q: %w", name, err)
-		}
+	if err := feedInputs(x, m, g, values); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	t1 := time.Now()
 	if err := x.Run(); err != nil {
@@ -198,6 +164,54 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	if jsonPath != "" {
 		return writeJSON(jsonPath, rep)
+	}
+	return nil
+}
+
+// onnxGraph converts m with the input values given, their shapes binding
+// the dimensions m leaves open. When an op's output shape depends on an
+// input's values (a Reshape to a shape given as an input), those inputs are
+// fixed to their values and m is converted again.
+func onnxGraph(m *onnx.Model, values map[string]*tile.Value) (*tile.Graph, error) {
+	opt := onnx.Options{Shapes: map[string]tile.Shape{}, Values: map[string]*tile.Value{}}
+	for name, v := range values {
+		opt.Shapes[name] = v.Shape
+	}
+	for {
+		g, err := m.Graph(opt)
+		var need *onnx.ValueNeededError
+		if !errors.As(err, &need) {
+			return g, err
+		}
+		progress := false
+		for _, name := range need.Inputs {
+			if _, done := opt.Values[name]; !done && values[name] != nil {
+				opt.Values[name] = values[name]
+				progress = true
+			}
+		}
+		if !progress {
+			return nil, err
+		}
+	}
+}
+
+// feedInputs sets every input of g, compiled into x, from the values of
+// m's graph inputs.
+func feedInputs(x backend.Executable, m *onnx.Model, g *tile.Graph, values map[string]*tile.Value) error {
+	byTile := map[string]*tile.Value{}
+	for name, v := range values {
+		byTile[m.TileName(name)] = v
+	}
+	for _, in := range g.Inputs() {
+		name := in.Op().(*tile.InputOp).Name
+		v := byTile[name]
+		if v == nil {
+			return fmt.Errorf("the graph's input %q has no data", name)
+		}
+		if err := x.SetInput(name, backend.HostSlice(in.DType(), v.Data)); err != nil {
+			return fmt.Errorf("input %q: %w", name, err)
+		}
 	}
 	return nil
 }
