@@ -12,6 +12,12 @@
 // cycles, inputs that nothing produces and outputs defined twice are errors
 // naming the node (by index, name and op type).
 //
+// Model.Apply converts the model into a graph that another program builds,
+// with tensors of that graph for its inputs and, optionally, its
+// initializers; NNLayer and NNModel use it to make the model an nn layer or
+// model whose float32 initializers are trainable weights, so that nn's Fit
+// fine-tunes an imported network on any device.
+//
 // Model.Graph converts the model into a tile graph. ONNX inputs become tile
 // inputs of the same names, with the shapes Options.Shapes gives for the
 // dimensions the model leaves open; initializers become constants, or
