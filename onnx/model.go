@@ -36,6 +36,7 @@ type Model struct {
 	// Initializers are the graph's constant tensors, in order.
 	Initializers []*Tensor
 
+	src   *pb.ModelProto  // the model as read, for WriteFineTuned
 	nodes []*pb.NodeProto // topologically sorted
 	index []int           // index[i] is nodes[i]'s position in the file
 	names map[string]string
@@ -215,7 +216,7 @@ func unmarshal(data []byte, m proto.Message) error {
 
 // fromProto checks a decoded model and builds the Model.
 func fromProto(mp *pb.ModelProto, dir string) (*Model, error) {
-	m := &Model{IRVersion: mp.GetIrVersion(), Opsets: map[string]int64{}}
+	m := &Model{IRVersion: mp.GetIrVersion(), Opsets: map[string]int64{}, src: mp}
 	m.Producer = mp.GetProducerName()
 	if v := mp.GetProducerVersion(); v != "" {
 		m.Producer += " " + v

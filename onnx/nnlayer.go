@@ -1,7 +1,14 @@
 package onnx
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
+	"math"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tartanml/tartan/onnx/internal/pb"
 
 	"github.com/tartanml/tartan/nn"
 	"github.com/tartanml/tartan/tile"
@@ -41,6 +48,13 @@ func (m *Model) NNLayer() (nn.LayerDef, error) {
 		return nil, fmt.Errorf("onnx: NNLayer: input %q: %s tensors are not supported", l.in.Name, l.in.Type)
 	}
 	l.inType = dt
+	l.params, l.names = m.weightInitializers()
+	return l, nil
+}
+
+// weightInitializers returns the initializers NNLayer makes weights of,
+// with their weight names.
+func (m *Model) weightInitializers() (params []*Tensor, names []string) {
 	seen := map[string]bool{}
 	for _, t := range m.Initializers {
 		if t.Type != Float || len(t.Dims) == 0 {
@@ -51,10 +65,62 @@ func (m *Model) NNLayer() (nn.LayerDef, error) {
 			name = fmt.Sprintf("%s_%d", base, k)
 		}
 		seen[name] = true
-		l.params = append(l.params, t)
-		l.names = append(l.names, name)
+		params = append(params, t)
+		names = append(names, name)
 	}
-	return l, nil
+	return params, names
+}
+
+// WriteFineTuned writes the model to w as ONNX, its float32 initializers
+// replaced by the current values of the weights NNLayer made of them in
+// the layer called layer of model ("onnx" for NNModel's): a model
+// fine-tuned with Fit goes back to ONNX, its nodes, opsets and metadata as
+// they were read. Initializers read from external data are written inline.
+func (m *Model) WriteFineTuned(w io.Writer, model *nn.Model, layer string) error {
+	if m.src == nil {
+		return fmt.Errorf("onnx: WriteFineTuned: the model was not read from a file")
+	}
+	if model == nil {
+		return fmt.Errorf("onnx: WriteFineTuned: nil nn model")
+	}
+	params, names := m.weightInitializers()
+	byName := map[string]string{}
+	for i, t := range params {
+		byName[t.Name] = names[i]
+	}
+	out := proto.Clone(m.src).(*pb.ModelProto)
+	for _, tp := range out.GetGraph().GetInitializer() {
+		wname, ok := byName[tp.GetName()]
+		if !ok {
+			continue
+		}
+		a, err := model.GetWeight(layer + "/" + wname)
+		if err != nil {
+			return fmt.Errorf("onnx: WriteFineTuned: initializer %q: %w", tp.GetName(), err)
+		}
+		n := int64(1)
+		for _, d := range tp.GetDims() {
+			n *= d
+		}
+		if int64(len(a.Data)) != n {
+			return fmt.Errorf("onnx: WriteFineTuned: weight %s/%s holds %d values, initializer %q %d", layer, wname, len(a.Data), tp.GetName(), n)
+		}
+		raw := make([]byte, 4*len(a.Data))
+		for i, v := range a.Data {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+		}
+		tp.RawData, tp.FloatData, tp.ExternalData = raw, nil, nil
+		tp.DataLocation = nil
+	}
+	b, err := proto.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("onnx: WriteFineTuned: %w", err)
+	}
+	if int64(len(b)) > MaxModelBytes {
+		return fmt.Errorf("onnx: WriteFineTuned: the model would take %d bytes, more than ONNX's protocol buffers hold", len(b))
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 // WeightName is the name under which NNLayer holds the initializer of

@@ -1,7 +1,10 @@
 package onnx
 
 import (
+	"bytes"
 	"math"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,6 +113,43 @@ func TestNNModel(t *testing.T) {
 	for i := range preds[0].Data {
 		if d := math.Abs(float64(preds[1].Data[i] - preds[0].Data[i])); d > 1e-4 {
 			t.Fatalf("after fitting, prediction %d: the imported model gives %g, the original %g", i, preds[1].Data[i], preds[0].Data[i])
+		}
+	}
+
+	// Back to ONNX: the fine-tuned file predicts what the fine-tuned model
+	// does, and ONNX's checker takes it.
+	var buf bytes.Buffer
+	if err := m.WriteFineTuned(&buf, imp, "onnx"); err != nil {
+		t.Fatal(err)
+	}
+	tuned := filepath.Join(t.TempDir(), "tuned.onnx")
+	if err := os.WriteFile(tuned, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Load(tuned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := m2.NNModel("again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.SetDevice(dev); err != nil {
+		t.Fatal(err)
+	}
+	p2, err := again.Predict(samples, nn.Verbose(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p2.Data {
+		if p2.Data[i] != preds[1].Data[i] {
+			t.Fatalf("the written fine-tuned model predicts %g at %d, the fine-tuned nn model %g", p2.Data[i], i, preds[1].Data[i])
+		}
+	}
+	if _, err := exec.LookPath("/usr/bin/python3"); err == nil {
+		py := pythonWith(t, "onnx")
+		if out, err := exec.Command(py, "-c", "import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)", tuned).CombinedOutput(); err != nil {
+			t.Errorf("the ONNX checker refuses the fine-tuned model: %v\n%s", err, out)
 		}
 	}
 }
