@@ -75,8 +75,8 @@ loss and accuracy under --validation-split) and the accuracy on the test set.`
 const fitFooter = `Output paths (--save, --json, --plot, --checkpoint) must name regular files
 (or new files in writable directories), each its own; they are checked before
 training. With --checkpoint a run resumes from the file when it exists, keeping
-the checkpoint's seed and optimizer. An .onnx --model is refused: an ONNX
-model runs (tartan run) but cannot be trained as an nn model yet.
+the checkpoint's seed and optimizer. An .onnx --model is refused: the command
+line runs ONNX models (tartan run) but does not train them yet.
 
 Exit status: 0 success, 1 error, 2 usage error, 3 training stopped by a NaN,
 70 internal error.`

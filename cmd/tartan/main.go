@@ -19,8 +19,8 @@
 //
 // MODEL (and a --model FILE) is a model saved by tartan fit --save: its
 // architecture, weights and class names in one safetensors file. An ONNX
-// file (.onnx) is refused there with an error (status 1): an ONNX model
-// runs with tartan run but cannot be used as an nn model yet. Every command takes --help, which prints its flags and
+// file (.onnx) is refused there with an error (status 1): the command line
+// runs ONNX models (tartan run) but does not train them yet. Every command takes --help, which prints its flags and
 // exits with 0; "tartan help COMMAND" does the same. Flags may come before
 // or after the arguments.
 //
