@@ -189,15 +189,27 @@ func readCIFARArchive(archive string) (map[string][]byte, error) {
 // little memory, and one that declares more than a batch is rejected before
 // it is read.
 func decodeCIFARArchive(r io.Reader, archive string) (map[string][]byte, error) {
+	names := append(append([]string(nil), cifarTrainFiles...), cifarTestFile)
+	return decodeTarGz(r, archive, names, maxCIFARBatch, func(entry string, size int64) error {
+		return tooBigBatch(archive+": "+entry, size)
+	})
+}
+
+// decodeTarGz reads the regular files of the given base names from a
+// gzipped tar archive read from r, wherever they lie in it; archive names
+// it in errors. An entry that declares more than limit bytes is rejected
+// before it is read, with tooBig's error; one named twice, a missing one,
+// or more than a little padding after the archive's end is an error too.
+func decodeTarGz(r io.Reader, archive string, names []string, limit int64, tooBig func(entry string, size int64) error) (map[string][]byte, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, archiveError(archive, err)
 	}
-	want := map[string]bool{cifarTestFile: true}
-	for _, n := range cifarTrainFiles {
+	want := map[string]bool{}
+	for _, n := range names {
 		want[n] = true
 	}
-	batches := map[string][]byte{}
+	files := map[string][]byte{}
 	tr := tar.NewReader(zr)
 	for {
 		hdr, err := tr.Next()
@@ -211,17 +223,17 @@ func decodeCIFARArchive(r io.Reader, archive string) (map[string][]byte, error) 
 		if hdr.Typeflag != tar.TypeReg || !want[base] {
 			continue
 		}
-		if hdr.Size > maxCIFARBatch {
-			return nil, tooBigBatch(archive+": "+hdr.Name, hdr.Size)
+		if hdr.Size > limit {
+			return nil, tooBig(hdr.Name, hdr.Size)
 		}
-		if batches[base] != nil {
+		if files[base] != nil {
 			return nil, fmt.Errorf("data: %s: %w: the archive holds %s twice", archive, ErrBadContent, base)
 		}
 		b, err := readPayload(tr, hdr.Size, idxChunk)
 		if err != nil {
 			return nil, archiveError(archive, err)
 		}
-		batches[base] = b
+		files[base] = b
 	}
 	// Read to the end of the gzip stream so that its checksum is verified;
 	// what follows the tar archive's end is padding, which is short.
@@ -233,15 +245,15 @@ func decodeCIFARArchive(r io.Reader, archive string) (map[string][]byte, error) 
 		return nil, archiveError(archive, err)
 	}
 	var missing []string
-	for _, n := range append(append([]string(nil), cifarTrainFiles...), cifarTestFile) {
-		if batches[n] == nil {
+	for _, n := range names {
+		if files[n] == nil {
 			missing = append(missing, n)
 		}
 	}
 	if missing != nil {
 		return nil, fmt.Errorf("data: %s: %w: the archive lacks %v", archive, ErrBadContent, missing)
 	}
-	return batches, nil
+	return files, nil
 }
 
 // archiveError classifies an error met while reading a gzipped tar archive.

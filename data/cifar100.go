@@ -1,11 +1,8 @@
 package data
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"fmt"
 	"io"
-	"path"
 )
 
 // CIFAR-100's python version: the archive cifar-100-python.tar.gz holds
@@ -154,54 +151,9 @@ func readCIFAR100Archive(archive string) (map[string][]byte, error) {
 // archive read from r; archive names it in errors. An entry that declares
 // more than a CIFAR-100 file may hold is rejected before it is read.
 func decodeCIFAR100Archive(r io.Reader, archive string) (map[string][]byte, error) {
-	zr, err := gzip.NewReader(r)
-	if err != nil {
-		return nil, archiveError(archive, err)
-	}
-	want := map[string]bool{"train": true, "test": true, "meta": true}
-	out := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, archiveError(archive, err)
-		}
-		base := path.Base(hdr.Name)
-		if hdr.Typeflag != tar.TypeReg || !want[base] {
-			continue
-		}
-		if hdr.Size > maxCIFAR100File {
-			return nil, fmt.Errorf("data: %s: %s: %w: it is %d bytes, more than the %d bytes of a CIFAR-100 file", archive, hdr.Name, ErrBadContent, hdr.Size, int64(maxCIFAR100File))
-		}
-		if out[base] != nil {
-			return nil, fmt.Errorf("data: %s: %w: the archive holds %s twice", archive, ErrBadContent, base)
-		}
-		b, err := readPayload(tr, hdr.Size, idxChunk)
-		if err != nil {
-			return nil, archiveError(archive, err)
-		}
-		out[base] = b
-	}
-	n, err := io.CopyN(io.Discard, zr, maxTrailing+1)
-	if n > maxTrailing {
-		return nil, fmt.Errorf("data: %s: %w: more than %d bytes follow the end of the tar archive", archive, ErrTrailingData, int64(maxTrailing))
-	}
-	if err != nil && err != io.EOF {
-		return nil, archiveError(archive, err)
-	}
-	var missing []string
-	for _, n := range cifar100Files {
-		if out[n] == nil {
-			missing = append(missing, n)
-		}
-	}
-	if missing != nil {
-		return nil, fmt.Errorf("data: %s: %w: the archive lacks %v", archive, ErrBadContent, missing)
-	}
-	return out, nil
+	return decodeTarGz(r, archive, cifar100Files, maxCIFAR100File, func(entry string, size int64) error {
+		return fmt.Errorf("data: %s: %s: %w: it is %d bytes, more than the %d bytes of a CIFAR-100 file", archive, entry, ErrBadContent, size, int64(maxCIFAR100File))
+	})
 }
 
 // pickledDict unpickles b, which must hold a dict; where names it.
