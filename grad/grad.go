@@ -152,9 +152,31 @@ func (p *path) run(ys, cotangents, xs []*tile.Tensor) ([]*tile.Tensor, error) {
 			}
 		}
 	}
+	// The open adjoint recurrences, by the id of the state they carry back.
+	adjoint := map[int]*tile.Tensor{}
+	nextOf := map[int][]*tile.Tensor{}
+	for _, s := range g.Recurrences() {
+		if n := s.Op().(*tile.RecurrenceOp).Next(); onPath[s.ID()] && onPath[n.ID()] && s.ID() < len(nodes) {
+			nextOf[n.ID()] = append(nextOf[n.ID()], s)
+		}
+	}
 	for id := len(nodes) - 1; id >= 0; id-- {
 		t := nodes[id]
+		for _, s := range nextOf[id] {
+			q := openAdjoint(g, s)
+			adjoint[s.ID()] = q
+			if err := w.accumulate(t, q); err != nil {
+				return nil, err
+			}
+		}
 		dy := w.adj[id]
+		if q := adjoint[id]; q != nil {
+			d := dy
+			if d == nil {
+				d = zeros(g, t)
+			}
+			g.CloseRecurrence(q, d)
+		}
 		if !onPath[id] || dy == nil {
 			continue
 		}
@@ -227,18 +249,33 @@ func checkTensor(g *tile.Graph, what string, t *tile.Tensor) error {
 // derivative-carrying argument (see diffArgs), and some y is, or depends on it,
 // the same way.
 func findPath(nodes []*tile.Tensor, ys, xs []*tile.Tensor) []bool {
+	// A recurrence's state depends on its next states, built after it, so
+	// both passes repeat until nothing changes when the graph has any.
+	next := func(t *tile.Tensor) *tile.Tensor {
+		if r, ok := t.Op().(*tile.RecurrenceOp); ok && r.Next() != nil && r.Next().ID() < len(nodes) {
+			return r.Next()
+		}
+		return nil
+	}
 	dep := make([]bool, len(nodes))
 	for _, x := range xs {
 		dep[x.ID()] = true
 	}
-	for _, t := range nodes {
-		if dep[t.ID()] || !t.DType().IsFloat() {
-			continue
-		}
-		for _, k := range diffArgs(t) {
-			if dep[t.Args()[k].ID()] {
-				dep[t.ID()] = true
-				break
+	for changed := true; changed; {
+		changed = false
+		for _, t := range nodes {
+			if dep[t.ID()] || !t.DType().IsFloat() {
+				continue
+			}
+			if n := next(t); n != nil && dep[n.ID()] {
+				dep[t.ID()], changed = true, true
+				continue
+			}
+			for _, k := range diffArgs(t) {
+				if dep[t.Args()[k].ID()] {
+					dep[t.ID()], changed = true, true
+					break
+				}
 			}
 		}
 	}
@@ -246,14 +283,20 @@ func findPath(nodes []*tile.Tensor, ys, xs []*tile.Tensor) []bool {
 	for _, y := range ys {
 		on[y.ID()] = dep[y.ID()]
 	}
-	for id := len(nodes) - 1; id >= 0; id-- {
-		if !on[id] {
-			continue
-		}
-		t := nodes[id]
-		for _, k := range diffArgs(t) {
-			if a := t.Args()[k]; dep[a.ID()] {
-				on[a.ID()] = true
+	for changed := true; changed; {
+		changed = false
+		for id := len(nodes) - 1; id >= 0; id-- {
+			if !on[id] {
+				continue
+			}
+			t := nodes[id]
+			for _, k := range diffArgs(t) {
+				if a := t.Args()[k]; dep[a.ID()] && !on[a.ID()] {
+					on[a.ID()], changed = true, true
+				}
+			}
+			if n := next(t); n != nil && dep[n.ID()] && !on[n.ID()] {
+				on[n.ID()], changed = true, true
 			}
 		}
 	}
@@ -281,7 +324,7 @@ func diffArgs(t *tile.Tensor) []int {
 		}
 		return nil
 	case *tile.ReshapeOp, *tile.TransposeOp, *tile.SliceOp, *tile.PadOp, *tile.BroadcastOp,
-		*tile.GatherOp, *tile.ScatterAddOp:
+		*tile.GatherOp, *tile.ScatterAddOp, *tile.RecurrenceOp:
 		return []int{0}
 	case *tile.ConcatOp:
 		all := make([]int, len(t.Args()))
@@ -313,7 +356,7 @@ func supported(t *tile.Tensor, onPath []bool) error {
 	case *tile.ContractionOp:
 		return contractionSupported(t, op)
 	case *tile.ElementwiseOp, *tile.CastOp, *tile.ReshapeOp, *tile.TransposeOp, *tile.SliceOp,
-		*tile.ConcatOp, *tile.PadOp, *tile.BroadcastOp, *tile.GatherOp, *tile.ScatterAddOp:
+		*tile.ConcatOp, *tile.PadOp, *tile.BroadcastOp, *tile.GatherOp, *tile.ScatterAddOp, *tile.RecurrenceOp:
 		return nil
 	}
 	return fmt.Errorf("grad: no derivative rule for %s node %v", t.Op().Kind(), t)
@@ -330,6 +373,8 @@ func rule(g *tile.Graph, t *tile.Tensor, dy *tile.Tensor, want []bool) ([]*tile.
 		return elementwiseRule(g, t, op.Fn, dy, want), nil
 	case *tile.CastOp:
 		return []*tile.Tensor{g.Cast(dy, t.Args()[0].DType())}, nil
+	case *tile.RecurrenceOp:
+		return []*tile.Tensor{recurrenceRule(g, t, dy)}, nil
 	default:
 		return shapeRule(g, t, dy, want)
 	}

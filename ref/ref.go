@@ -150,6 +150,9 @@ func (m *Machine) eval(feeds map[string]*tile.Value, targets []*tile.Tensor) ([]
 		for _, a := range t.Args() {
 			mark(a)
 		}
+		if r, ok := t.Op().(*tile.RecurrenceOp); ok && r.Next() != nil {
+			mark(r.Next())
+		}
 	}
 	if targets == nil {
 		for _, o := range m.g.Outputs() {
@@ -181,8 +184,40 @@ func (m *Machine) eval(feeds map[string]*tile.Value, targets []*tile.Tensor) ([]
 		}
 	}
 	vals := make([]*tile.Value, len(nodes))
-	for i, t := range nodes {
+	if err := m.evalRange(vals, need, feeds, 0, len(nodes)); err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+// evalRange evaluates the needed nodes lo..hi-1 in order. A recurrence's
+// nodes, from its state to its next states, are evaluated Steps times, each
+// time with the state sequence rebuilt from the next states of the pass
+// before (zeros at first): after pass k the first k steps of every node
+// between them are final, since each step reads only the steps before it.
+func (m *Machine) evalRange(vals []*tile.Value, need []bool, feeds map[string]*tile.Value, lo, hi int) error {
+	nodes := m.g.Nodes()
+	for i := lo; i < hi; i++ {
+		t := nodes[i]
 		if !need[i] {
+			continue
+		}
+		if r, ok := t.Op().(*tile.RecurrenceOp); ok {
+			if r.Next() == nil {
+				return fmt.Errorf("ref: node %v: the recurrence is never closed", t)
+			}
+			j := r.Next().ID()
+			if j >= hi {
+				return fmt.Errorf("ref: node %v: its steps overlap another recurrence's without nesting in it", t)
+			}
+			init := vals[t.Args()[0].ID()]
+			for pass := 0; pass < r.Steps; pass++ {
+				vals[i] = shiftState(t, r, init, vals[j])
+				if err := m.evalRange(vals, need, feeds, i+1, j+1); err != nil {
+					return err
+				}
+			}
+			i = j
 			continue
 		}
 		args := make([]*tile.Value, len(t.Args()))
@@ -191,14 +226,39 @@ func (m *Machine) eval(feeds map[string]*tile.Value, targets []*tile.Tensor) ([]
 		}
 		v, err := m.node(t, args, feeds)
 		if err != nil {
-			return nil, fmt.Errorf("ref: node %v: %w", t, err)
+			return fmt.Errorf("ref: node %v: %w", t, err)
 		}
 		for k, x := range v.Data {
 			v.Data[k] = tile.RoundTo(t.DType(), x)
 		}
 		vals[i] = v
 	}
-	return vals, nil
+	return nil
+}
+
+// shiftState builds a recurrence's state sequence from its initial state and
+// its next states (nil: not computed yet, taken as zeros).
+func shiftState(t *tile.Tensor, r *tile.RecurrenceOp, init, next *tile.Value) *tile.Value {
+	out := tile.NewValue(t.DType(), t.Shape())
+	step := len(init.Data)
+	first, from := 0, 0 // the step init fills; the shift of next
+	if r.Reverse {
+		first = r.Steps - 1
+	}
+	copy(out.Data[first*step:], init.Data)
+	if next != nil {
+		for s := 0; s < r.Steps; s++ {
+			if s == first {
+				continue
+			}
+			from = s - 1
+			if r.Reverse {
+				from = s + 1
+			}
+			copy(out.Data[s*step:(s+1)*step], next.Data[from*step:(from+1)*step])
+		}
+	}
+	return out
 }
 
 func (m *Machine) node(t *tile.Tensor, args []*tile.Value, feeds map[string]*tile.Value) (*tile.Value, error) {

@@ -449,6 +449,12 @@ func (p *parser) statement(g *Graph, env map[string]*Tensor, defined map[string]
 			p.expect("=", "after the variable name")
 			g.Update(v, ref("a tensor name"))
 			return
+		case "close":
+			p.next()
+			r := ref("a recurrence name")
+			p.expect("=", "after the recurrence name")
+			g.CloseRecurrence(r, ref("a tensor name"))
+			return
 		}
 	}
 	off := p.tok.off
@@ -561,6 +567,17 @@ func (p *parser) expression(g *Graph, ref func(what string) *Tensor) *Tensor {
 		dt, shape := p.tensorType()
 		comma()
 		t = g.Iota(dt, shape, p.integer("the axis"))
+	case "recurrence":
+		init := tensor()
+		comma()
+		steps := p.integer("the number of steps")
+		comma()
+		dirOff := p.tok.off
+		dir := p.name("forward or reverse")
+		if dir != "forward" && dir != "reverse" {
+			p.fail(dirOff, "recurrence direction must be forward or reverse, got %s", quoteName(dir))
+		}
+		t = g.Recurrence(init, steps, dir == "reverse")
 	case "random":
 		seed := tensor()
 		comma()

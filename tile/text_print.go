@@ -38,6 +38,9 @@ func Print(g *Graph) string {
 	for _, u := range g.updates {
 		fmt.Fprintf(&b, "update %s = %s\n", ref(u.Variable), ref(u.Value))
 	}
+	for _, r := range g.closes {
+		fmt.Fprintf(&b, "close %s = %s\n", ref(r), ref(r.op.(*RecurrenceOp).next))
+	}
 	return b.String()
 }
 
@@ -102,6 +105,12 @@ func printNode(b *strings.Builder, t *Tensor, ref func(*Tensor) string) {
 		call(typ, strconv.Itoa(op.Axis))
 	case *RandomOp:
 		call(typ, strconv.FormatUint(op.Stream, 10))
+	case *RecurrenceOp:
+		dir := "forward"
+		if op.Reverse {
+			dir = "reverse"
+		}
+		call(strconv.Itoa(op.Steps), dir)
 	default:
 		// ElementwiseOp, whose Kind is its function's name, and op types
 		// from outside the package, which Parse will reject by name.
