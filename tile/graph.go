@@ -15,7 +15,7 @@ type Graph struct {
 	vars    []*Tensor
 	outputs []Output
 	updates []Update
-	closes  []*Tensor // closed recurrences, in closing order
+	closes  []*Tensor          // closed recurrences, in closing order
 	leaves  map[string]*Tensor // inputs and variables by name
 	err     error
 }
