@@ -45,7 +45,7 @@ func interpret(p *Program, bufs [][]float64, strict bool) error {
 	}
 	slotElems := make([]int, p.Slots)
 	for _, b := range p.Buffers {
-		if b.Kind == Temp {
+		if b.Kind == Temp && b.View == nil {
 			slotElems[b.Slot] = max(slotElems[b.Slot], b.Size())
 		}
 	}
@@ -58,7 +58,9 @@ func interpret(p *Program, bufs [][]float64, strict bool) error {
 	for i, b := range p.Buffers {
 		switch b.Kind {
 		case Temp:
-			bufs[i] = slots[b.Slot][:b.Size():b.Size()]
+			if b.View == nil {
+				bufs[i] = slots[b.Slot][:b.Size():b.Size()]
+			}
 			continue
 		case Constant:
 			bufs[i] = make([]float64, b.Size())
@@ -78,11 +80,41 @@ func interpret(p *Program, bufs [][]float64, strict bool) error {
 				p.Name, b.Kind, i, b.Name, len(bufs[i]), b.Size(), b.DType, b.Shape)
 		}
 	}
-	for _, k := range p.Kernels {
+	place := func(s int) {
+		for i, b := range p.Buffers {
+			if b.View != nil {
+				lo := b.Base(s)
+				bufs[i] = bufs[b.View.Of][lo : lo+b.Size() : lo+b.Size()]
+			}
+		}
+	}
+	place(0)
+	run := func(k *Kernel) error {
 		r := &runner{p: p, k: k, bufs: bufs, strict: strict}
 		if err := r.run(); err != nil {
 			return fmt.Errorf("kir: interpret %q: kernel %s: %w", p.Name, k.Name, err)
 		}
+		return nil
+	}
+	for i := 0; i < len(p.Kernels); i++ {
+		l := p.LoopOf(i)
+		if l < 0 {
+			if err := run(p.Kernels[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		lp := p.Loops[l]
+		for it := range lp.Steps {
+			place(lp.Step(it))
+			for _, k := range p.Kernels[lp.First:lp.End] {
+				if err := run(k); err != nil {
+					return fmt.Errorf("%w (step %d)", err, lp.Step(it))
+				}
+			}
+		}
+		place(0)
+		i = lp.End - 1
 	}
 	return nil
 }

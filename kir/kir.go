@@ -36,10 +36,64 @@ type Buffer struct {
 	// Slot is the storage slot of a Temp buffer: temporaries of one slot
 	// never live at the same time. Non-temporaries have their own slots too.
 	Slot int
+	// View, when set, places the buffer's elements inside another buffer's
+	// storage instead of at the start of its slot.
+	View *View
+}
+
+// View places a Temp buffer's elements inside the storage of buffer Of, a
+// buffer of any kind that is not itself a view, whose slot the view shares:
+// element i of the view is element Offset + s·Stride + i of Of, where s is
+// the step of the enclosing StepLoop (0 outside every loop). A view whose
+// Stride is not 0 is read and written only by kernels inside loops. Views
+// are how a loop's kernels work on one time step of a sequence: the step's
+// rows of a [Steps, ...] buffer.
+type View struct {
+	Of             int
+	Offset, Stride int
+}
+
+// StepLoop repeats kernels First up to (not including) End, in order, Steps
+// times: for iteration k = 0, 1, ..., Steps-1 the step s is k, or Steps-1-k
+// when Reverse is set, and every view's elements move to step s (see View).
+// Loops do not nest or overlap, and a kernel inside a loop may depend on what
+// the loop's kernels wrote in earlier iterations: that is what a loop is
+// for, and why its kernels run one iteration after another.
+type StepLoop struct {
+	First, End int
+	Steps      int
+	Reverse    bool
 }
 
 // Size returns the number of elements.
 func (b *Buffer) Size() int { return b.Shape.Size() }
+
+// Base returns the element offset of b's first element within the storage
+// of its slot at step s: 0 for a buffer that is not a view.
+func (b *Buffer) Base(s int) int {
+	if b.View == nil {
+		return 0
+	}
+	return b.View.Offset + s*b.View.Stride
+}
+
+// LoopOf returns the index of the loop that kernel k belongs to, or -1.
+func (p *Program) LoopOf(k int) int {
+	for i, l := range p.Loops {
+		if k >= l.First && k < l.End {
+			return i
+		}
+	}
+	return -1
+}
+
+// Step returns the step of iteration k of loop l.
+func (l StepLoop) Step(k int) int {
+	if l.Reverse {
+		return l.Steps - 1 - k
+	}
+	return k
+}
 
 // Binding names a program input, output or variable and its buffer.
 type Binding struct {
@@ -58,6 +112,8 @@ type Program struct {
 	Inputs    []Binding
 	Outputs   []Binding
 	Variables []Binding
+	// Loops are the kernel ranges run once per time step, in kernel order.
+	Loops []StepLoop
 	// Slots is the number of storage slots; SlotBytes the bytes each needs.
 	Slots     int
 	SlotBytes []int
@@ -256,4 +312,50 @@ func (v *GEMMView) Extents(k *Kernel) (batch, m, n, kk int) {
 func (v *GEMMView) DotProducts(k *Kernel) bool {
 	_, m, n, _ := v.Extents(k)
 	return m == 1 && n == 1
+}
+
+// Buffers returns the ids of the buffers k writes or reads: its output first,
+// then every loaded buffer once, in the order the expressions name them.
+func (k *Kernel) Buffers() []int {
+	ids := []int{k.Out}
+	seen := map[int]bool{k.Out: true}
+	var ix func(x *Ix)
+	var expr func(e *Expr)
+	expr = func(e *Expr) {
+		if e == nil {
+			return
+		}
+		if e.Op == Load && !seen[e.Buf] {
+			seen[e.Buf] = true
+			ids = append(ids, e.Buf)
+		}
+		for _, a := range e.Args {
+			expr(a)
+		}
+		for _, x := range e.Index {
+			ix(x)
+		}
+	}
+	ix = func(x *Ix) {
+		if x == nil {
+			return
+		}
+		ix(x.A)
+		ix(x.B)
+		expr(x.E)
+	}
+	expr(k.Body)
+	expr(k.Epilogue)
+	for _, c := range k.Where {
+		ix(c.X)
+	}
+	if s := k.Schedule.Scatter; s != nil {
+		for _, b := range []int{s.Updates, s.Indices} {
+			if !seen[b] {
+				seen[b] = true
+				ids = append(ids, b)
+			}
+		}
+	}
+	return ids
 }

@@ -38,6 +38,12 @@ func (p *Program) String() string {
 			fmt.Fprintf(&b, " %q", buf.Name)
 		}
 		fmt.Fprintf(&b, " %s%s slot %d", buf.DType, buf.Shape, buf.Slot)
+		if v := buf.View; v != nil {
+			fmt.Fprintf(&b, " view of b%d at %d", v.Of, v.Offset)
+			if v.Stride != 0 {
+				fmt.Fprintf(&b, " + step·%d", v.Stride)
+			}
+		}
 		if buf.Kind == Constant {
 			b.WriteString(" = ")
 			writeValues(&b, buf.Init, 8)
@@ -57,7 +63,16 @@ func (p *Program) String() string {
 	bind("inputs", p.Inputs)
 	bind("outputs", p.Outputs)
 	bind("variables", p.Variables)
-	for _, k := range p.Kernels {
+	for i, k := range p.Kernels {
+		for _, l := range p.Loops {
+			if l.First == i {
+				dir := "forward"
+				if l.Reverse {
+					dir = "reverse"
+				}
+				fmt.Fprintf(&b, "  loop %d steps %s, kernels %d to %d:\n", l.Steps, dir, l.First, l.End-1)
+			}
+		}
 		k.write(&b, p)
 	}
 	return b.String()

@@ -102,11 +102,15 @@ func (p *Program) Validate() error {
 			return fmt.Errorf("kir: program %q: buffer b%d needs %d bytes but slot %d has %d", p.Name, i, need, b.Slot, p.SlotBytes[b.Slot])
 		}
 		switch o := owner[b.Slot]; {
+		case b.View != nil:
 		case o < 0:
 			owner[b.Slot] = i
 		case b.Kind != Temp || p.Buffers[o].Kind != Temp:
 			return fmt.Errorf("kir: program %q: buffers b%d (%s) and b%d (%s) share slot %d, but only temporaries may", p.Name, o, p.Buffers[o].Kind, i, b.Kind, b.Slot)
 		}
+	}
+	if err := p.validateViews(); err != nil {
+		return err
 	}
 	check := func(what string, bs []Binding, kinds ...BufKind) error {
 		seen := map[string]bool{}
@@ -320,4 +324,68 @@ func (v validator) expr(e *Expr) error {
 		}
 	}
 	return nil
+}
+
+// validateViews checks the loops and the views: loops in kernel order,
+// neither empty nor overlapping; views of non-view Temp buffers of the same
+// dtype and slot, inside their storage at every step a kernel reading or
+// writing them can run at.
+func (p *Program) validateViews() error {
+	end := 0
+	for i, l := range p.Loops {
+		if l.First < end || l.End <= l.First || l.End > len(p.Kernels) || l.Steps < 1 {
+			return fmt.Errorf("kir: program %q: loop %d (kernels %d to %d, %d steps) is empty, out of order or out of range", p.Name, i, l.First, l.End, l.Steps)
+		}
+		end = l.End
+	}
+	steps := make([]int, len(p.Buffers)) // the most steps of a loop using each buffer
+	for i, k := range p.Kernels {
+		n := 1
+		if l := p.LoopOf(i); l >= 0 {
+			n = p.Loops[l].Steps
+		} else {
+			n = 0
+		}
+		for _, b := range k.Buffers() {
+			if b >= 0 && b < len(steps) {
+				steps[b] = max(steps[b], n)
+			}
+		}
+	}
+	for i, b := range p.Buffers {
+		v := b.View
+		if v == nil {
+			continue
+		}
+		if v.Of < 0 || v.Of >= len(p.Buffers) || v.Of == i {
+			return fmt.Errorf("kir: program %q: buffer b%d is a view of missing buffer %d", p.Name, i, v.Of)
+		}
+		of := p.Buffers[v.Of]
+		if b.Kind != Temp || of.View != nil || of.DType != b.DType || of.Slot != b.Slot {
+			return fmt.Errorf("kir: program %q: view b%d (%s %s slot %d) must be a temporary in the slot and of the dtype of a buffer that is not a view, not b%d (%s %s slot %d)",
+				p.Name, i, b.Kind, b.DType, b.Slot, v.Of, of.Kind, of.DType, of.Slot)
+		}
+		if v.Stride != 0 && steps[i] == 0 {
+			for k, kr := range p.Kernels {
+				if p.LoopOf(k) < 0 && slicesContains(kr.Buffers(), i) {
+					return fmt.Errorf("kir: program %q: kernel %d (%s) outside every loop uses view b%d, which moves with the step", p.Name, k, kr.Name, i)
+				}
+			}
+		}
+		for _, s := range []int{0, max(steps[i]-1, 0)} {
+			if lo := b.Base(s); lo < 0 || lo+b.Size() > of.Size() {
+				return fmt.Errorf("kir: program %q: view b%d%v at step %d starts at element %d of b%d%v, out of range", p.Name, i, b.Shape, s, lo, v.Of, of.Shape)
+			}
+		}
+	}
+	return nil
+}
+
+func slicesContains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
