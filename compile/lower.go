@@ -109,7 +109,8 @@ func lowerNode(n *node) (*nest, error) {
 		return ns, nil
 	}
 	switch op := n.op.(type) {
-	case *tile.InputOp, *tile.VariableOp:
+	case *tile.InputOp, *tile.VariableOp, *tile.RecurrenceOp:
+		// A recurrence's state has a buffer that the loop fills (loops.go).
 		return nil, nil
 	case *tile.ConstantOp:
 		if v, ok := inlineConst(n); ok {
