@@ -60,7 +60,7 @@ func FixedBatch(n int) ExportOption {
 // each end. Inputs are named after the model's input layers and outputs
 // after the layers that produce them.
 //
-// Every built-in layer kind of package nn exports, in its inference form:
+// These layer kinds of package nn export, in their inference form:
 // Dense (Gemm, or MatMul and Add beyond rank 2), Conv1D, Conv2D and
 // DepthwiseConv2D (Conv with explicit pads for "same", dilations, groups),
 // Conv1DTranspose and Conv2DTranspose (ConvTranspose, nn's output length
@@ -77,9 +77,9 @@ func FixedBatch(n int) ExportOption {
 // half-pixel centres for bilinear), Rescaling (Mul, Add), RandomFlip and
 // RandomContrast (omitted: identities outside training) and RandomCrop
 // (its centred crop: Slice, then a linear Resize where the crop's size
-// differs from the target's). Lambda and custom layers compute with Go
-// code and do not export: Export gives an error naming the layer and its
-// class.
+// differs from the target's). Other layers, Lambda and custom layers among
+// them (they compute with Go code), do not export: Export gives an error
+// naming the layer and its class.
 func Export(m *nn.Model, w io.Writer, opts ...ExportOption) error {
 	if m == nil {
 		return fmt.Errorf("onnx: export: nil model")
@@ -834,7 +834,7 @@ func (e *exporter) layer(l *expLayer, in []*expValue, ref string) (*expValue, er
 	if l.class == "Lambda" {
 		return nil, unsupported("a Lambda layer computes with a Go function, which has no ONNX mapping")
 	}
-	return nil, unsupported("class %s has no ONNX mapping (a custom layer's computation is Go code, which ONNX cannot hold)", l.class)
+	return nil, unsupported("class %s has no ONNX mapping (Export maps the layer kinds of package nn listed in its documentation; a custom layer's Go code cannot be exported)", l.class)
 }
 
 // commonLayout picks the layout for an elementwise op of several inputs:

@@ -803,7 +803,7 @@ func TestExportUnexportable(t *testing.T) {
 		{nn.RegisteredLambda("onnx_test_negate", nn.Name("negate")),
 			`onnx: export: layer "negate" (Lambda) cannot be exported: a Lambda layer computes with a Go function, which has no ONNX mapping`},
 		{nn.Custom("Doubler", doubler{}, nn.Name("twice")),
-			`onnx: export: layer "twice" (Doubler) cannot be exported: class Doubler has no ONNX mapping (a custom layer's computation is Go code, which ONNX cannot hold)`},
+			`onnx: export: layer "twice" (Doubler) cannot be exported: class Doubler has no ONNX mapping (Export maps the layer kinds of package nn listed in its documentation; a custom layer's Go code cannot be exported)`},
 		{nn.Lambda(func(g *tile.Graph, x *tile.Tensor) *tile.Tensor { return g.Neg(x) }, nn.Name("anonymous")),
 			`anonymous`},
 	} {

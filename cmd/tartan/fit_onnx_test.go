@@ -280,3 +280,36 @@ func TestFitONNXErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestFitONNXCheckpoint resumes the fine-tuning of an ONNX model from its
+// checkpoint, and refuses to resume another ONNX model of the same input
+// layout from it.
+func TestFitONNXCheckpoint(t *testing.T) {
+	dir := fashionDir(t)
+	tmp := t.TempDir()
+	seq := func(m *nn.Model, err error) *nn.Model {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	linear := exportTiny(t, tmp, "linear.onnx", seq(nn.Sequential("linear", nn.Input(1, 28, 28), nn.Flatten(), nn.Dense(10))))
+	deeper := exportTiny(t, tmp, "deeper.onnx", seq(nn.Sequential("deeper", nn.Input(1, 28, 28), nn.Flatten(), nn.Dense(16), nn.Dense(10))))
+	ck := filepath.Join(tmp, "ck.safetensors")
+	args := func(model, epochs string) []string {
+		return []string{"fit", "--model", model, "--epochs", epochs, "--limit", "200", "--device", "cpu", "--data", dir, "--checkpoint", ck}
+	}
+	if code, out, errs := runCLI(args(linear, "1")...); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := runCLI(args(linear, "2")...)
+	if want := "Resuming from " + ck + ": 1 of 2 epochs done\n"; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "Epoch 2/2\n") {
+		t.Errorf("resuming: exit %d, want the output to hold %q\n%s%s", code, want, out, errs)
+	}
+	code, out, errs = runCLI(args(deeper, "3")...)
+	if code != exitError || !strings.Contains(errs, "cannot resume: ") {
+		t.Errorf("resuming another model: exit %d\n%s%s", code, out, errs)
+	}
+	t.Logf("another model: %s", strings.TrimSpace(errs))
+}
