@@ -35,16 +35,15 @@
 // is Softmax, logits otherwise, trained with the sparse categorical
 // cross-entropy of probabilities or from logits accordingly; --save then
 // writes it back as ONNX, its graph as read with the fine-tuned weights,
-// and must name a .onnx file. A saved model or an ONNX one trains further
-// with a new optimizer (--optimizer, by default
-// adam, and --learning-rate, by default the optimizer's Keras default:
-// 0.001 for adam and rmsprop, 0.01 for sgd). It prints the model's summary,
+// and must name a .onnx file. Every model trains with the optimizer of
+// --optimizer (by default adam) and --learning-rate (by default the
+// optimizer's Keras default: 0.001 for adam and rmsprop, 0.01 for sgd). It prints the model's summary,
 // a progress bar per epoch and the accuracy on the full test set. With
 // --validation-split F it holds out the last fraction F of the training
 // samples and reports val_loss and val_accuracy after every epoch, in the
 // progress output, the --json history and the --plot. --plot draws the
 // loss and accuracy curves and marks the test accuracy; --save keeps the
-// class names of the data with the model.
+// class names of the data with an nn model.
 //
 // Before the first step it checks everything it will write: each output
 // path (--save, --json, --plot, --checkpoint) must name a regular file or
