@@ -953,3 +953,64 @@ func TestExportForRuntime(t *testing.T) {
 	}
 	t.Logf("wrote the models and their data to %s; check them with: python3 testdata/torch/check_ort.py --dir %s", dir, dir)
 }
+
+// TestExportKindsAgreeWithPyTorch evaluates the export of every model of
+// layerKindCases with testdata/torch/eval_onnx.py --dir (PyTorch, op by op,
+// from the ONNX specification) and compares with the nn model's Predict on
+// the reference device, as TestExportAgreesWithPredict does for the larger
+// models.
+func TestExportKindsAgreeWithPyTorch(t *testing.T) {
+	py := pythonWith(t, "onnx", "torch", "numpy")
+	dir := t.TempDir()
+	dev := reference.New()
+	cases := layerKindCases(t)
+	want := map[string]*nn.Array{}
+	for i, c := range cases {
+		const n = 3
+		r := rand.New(rand.NewSource(int64(700 + i)))
+		x, err := nn.NewArray(c.input(r, n), append([]int{n}, c.model.InputShape()...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := nn.FromArrays(x, nil)
+		if err == nil {
+			err = c.model.SetDevice(dev)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want[c.name], err = c.model.Predict(s, nn.Verbose(0)); err != nil {
+			t.Fatalf("%s: Predict: %v", c.name, err)
+		}
+		xa, err := npy.New(x.Shape, slices.Clone(x.Data))
+		if err == nil {
+			err = npy.WriteFile(filepath.Join(dir, c.name+"_input.npy"), xa)
+		}
+		if err == nil {
+			err = ExportFile(c.model, filepath.Join(dir, c.name+".onnx"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command(py, "testdata/torch/eval_onnx.py", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("eval_onnx.py --dir: %v\n%s", err, out)
+	}
+	for _, c := range cases {
+		got, err := npy.ReadFile(filepath.Join(dir, c.name+"_eval.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want[c.name]
+		if !slices.Equal(got.Shape, w.Shape) {
+			t.Errorf("%s: the ONNX graph gives shape %v, Predict %v", c.name, got.Shape, w.Shape)
+			continue
+		}
+		for k, g := range got.Float32s() {
+			if d := math.Abs(float64(g) - float64(w.Data[k])); !(d <= 1e-5+1e-4*math.Abs(float64(w.Data[k]))) {
+				t.Errorf("%s: element %d: ONNX %g, Predict %g", c.name, k, g, w.Data[k])
+				break
+			}
+		}
+	}
+}

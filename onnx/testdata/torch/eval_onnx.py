@@ -2,9 +2,12 @@
 """Evaluates an ONNX graph with PyTorch, op by op, in float64.
 
     eval_onnx.py MODEL.onnx OUTDIR INPUT.npy...
+    eval_onnx.py --dir DIR
 
-feeds the inputs (in the graph's input order) and writes every graph output
-k to OUTDIR/output_K.npy as float32. It knows the operators the Go exporter
+The first form feeds the inputs (in the graph's input order) and writes
+every graph output k to OUTDIR/output_K.npy as float32. The second
+evaluates every NAME.onnx in DIR that has NAME_input.npy beside it, its
+one input, and writes its first output to NAME_eval.npy there. It knows the operators the Go exporter
 (onnx/export.go) emits, each written here from the ONNX operator
 specification (opset 17) on top of torch.nn.functional; any other operator is
 an error. This machine has no ONNX runtime; check_ort.py compares with
@@ -250,8 +253,18 @@ def evaluate(model, inputs):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--dir":
+        d = sys.argv[2]
+        for name in sorted(os.listdir(d)):
+            base = os.path.join(d, name[:-len(".onnx")])
+            if not name.endswith(".onnx") or not os.path.exists(base + "_input.npy"):
+                continue
+            with torch.no_grad():
+                outs = evaluate(onnx.load(os.path.join(d, name)), [np.load(base + "_input.npy")])
+            np.save(base + "_eval.npy", outs[0].numpy().astype(np.float32))
+        return
     if len(sys.argv) < 3:
-        sys.exit("usage: eval_onnx.py MODEL.onnx OUTDIR INPUT.npy...")
+        sys.exit("usage: eval_onnx.py MODEL.onnx OUTDIR INPUT.npy... or eval_onnx.py --dir DIR")
     model = onnx.load(sys.argv[1])
     inputs = [np.load(p) for p in sys.argv[3:]]
     with torch.no_grad():
