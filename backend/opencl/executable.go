@@ -594,7 +594,11 @@ func debugKernels(d *Device, p *kir.Program, r *rendered) {
 	}
 	fmt.Fprintf(os.Stderr, "=== OpenCL program %q for %s %q: %d launches\n", p.Name, d.cand.ID, d.info.Name, len(r.Launches))
 	for _, l := range r.Launches {
-		fmt.Fprintf(os.Stderr, "  %s: kernel %d, %s, %d work-items\n", l.Fn, l.Kernel, l.Strategy, l.Global)
+		loop := ""
+		if lp := p.LoopOf(l.Kernel); lp >= 0 {
+			loop = fmt.Sprintf(", loop %d (%d steps)", lp, p.Loops[lp].Steps)
+		}
+		fmt.Fprintf(os.Stderr, "  %s: kernel %d, %s, %d work-items%s\n", l.Fn, l.Kernel, l.Strategy, l.Global, loop)
 	}
 	fmt.Fprintln(os.Stderr, r.Source)
 }

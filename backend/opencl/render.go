@@ -41,7 +41,7 @@ func viewPrologue(args []argRef) string {
 	var b strings.Builder
 	for _, a := range args {
 		if a.View >= 0 {
-			fmt.Fprintf(&b, "	%s += %s;\n", bufName(a.View), viewName(a.View))
+			fmt.Fprintf(&b, "\t%s += %s;\n", bufName(a.View), viewName(a.View))
 		}
 	}
 	return b.String()
