@@ -88,20 +88,21 @@ func scanLoopProgram(T, n int, reverse bool) *kir.Program {
 // gates and cell in it, final after it.
 type rnnKernels struct{ init, gates, cell, final *kir.Kernel }
 
-// rnnSection adds to lb the buffers of a recurrent cell over T steps of
-// batch B and width U, forwards or backwards, named with suffix sfx: inputs
-// x<sfx> [T, B, U], h0<sfx> [B, U] and w<sfx> [U, U]; outputs h<sfx>
-// [T+1, B, U] (the states, h0 in the end row the loop starts from), g<sfx>
-// [T, B, U] (each step's product hprev·w) and final<sfx> (twice the last
-// state). It returns the cell's kernels, which the caller orders.
+// rnnSection adds to lb the buffers of a gated recurrent cell over T steps
+// of batch B and width U, forwards or backwards, named with suffix sfx:
+// inputs x<sfx> [T, B, U], h0<sfx> [B, U] and w<sfx> [U, 2U]; outputs
+// h<sfx> [T+1, B, U] (the states, h0 in the end row the loop starts from),
+// g<sfx> [T, B, 2U] (each step's product hprev·w: a candidate and a gate
+// per unit) and final<sfx> (twice the last state). It returns the cell's
+// kernels, which the caller orders.
 func rnnSection(lb *loopBuilder, T, B, U int, reverse bool, sfx string) rnnKernels {
 	f := tile.Float32
 	row := B * U
 	x := lb.buf("x"+sfx, kir.Input, tile.Shape{T, B, U}, nil)
 	h0 := lb.buf("h0"+sfx, kir.Input, tile.Shape{B, U}, nil)
-	w := lb.buf("w"+sfx, kir.Input, tile.Shape{U, U}, nil)
+	w := lb.buf("w"+sfx, kir.Input, tile.Shape{U, 2 * U}, nil)
 	h := lb.buf("h"+sfx, kir.Output, tile.Shape{T + 1, B, U}, nil)
-	g := lb.buf("g"+sfx, kir.Output, tile.Shape{T, B, U}, nil)
+	g := lb.buf("g"+sfx, kir.Output, tile.Shape{T, B, 2 * U}, nil)
 	fin := lb.buf("final"+sfx, kir.Output, tile.Shape{B, U}, nil)
 	first, prev, next, last := 0, 0, row, T*row
 	if reverse {
@@ -111,19 +112,21 @@ func rnnSection(lb *loopBuilder, T, B, U int, reverse bool, sfx string) rnnKerne
 	hPrev := lb.view(h, tile.Shape{B, U}, prev, row)
 	hNext := lb.view(h, tile.Shape{B, U}, next, row)
 	hLast := lb.view(h, tile.Shape{B, U}, last, 0)
-	gs := lb.view(g, tile.Shape{B, U}, 0, row)
+	gs := lb.view(g, tile.Shape{B, 2 * U}, 0, 2*row)
 	xs := lb.view(x, tile.Shape{B, U}, 0, row)
 	mk := func(name string, out int, shape tile.Shape, red []kir.Loop, agg tile.Agg, body *kir.Expr) *kir.Kernel {
 		k := &kir.Kernel{Name: name + sfx, Out: out, Shape: shape, Reduce: red, Agg: agg, Body: body, Schedule: kir.Schedule{Strategy: "loops"}}
 		return k
 	}
 	var ids rnnKernels
-	// hnext = tanh(hprev·w + x[step]), through g.
+	// g = hprev·w; hnext = tanh(g[:, :U] + x[step]) · sigmoid(g[:, U:]).
 	ids.init = mk("init", hStart, tile.Shape{B, U}, nil, tile.Assign, load(h0, f, kir.Skip, 0, v(0), v(1)))
-	ids.gates = mk("gates", gs, tile.Shape{B, U}, []kir.Loop{{Name: "k", Lo: 0, Hi: U - 1}}, tile.Sum,
+	ids.gates = mk("gates", gs, tile.Shape{B, 2 * U}, []kir.Loop{{Name: "k", Lo: 0, Hi: U - 1}}, tile.Sum,
 		fn(tile.Mul, f, load(hPrev, f, kir.Skip, 0, v(0), v(2)), load(w, f, kir.Skip, 0, v(2), v(1))))
 	ids.cell = mk("cell", hNext, tile.Shape{B, U}, nil, tile.Assign,
-		fn(tile.Tanh, f, fn(tile.Add, f, load(gs, f, kir.Skip, 0, v(0), v(1)), load(xs, f, kir.Skip, 0, v(0), v(1)))))
+		fn(tile.Mul, f,
+			fn(tile.Tanh, f, fn(tile.Add, f, load(gs, f, kir.Skip, 0, v(0), v(1)), load(xs, f, kir.Skip, 0, v(0), v(1)))),
+			fn(tile.Sigmoid, f, load(gs, f, kir.Skip, 0, v(0), add(v(1), c(U))))))
 	ids.final = mk("final", fin, tile.Shape{B, U}, nil, tile.Assign,
 		fn(tile.Mul, f, load(hLast, f, kir.Skip, 0, v(0), v(1)), &kir.Expr{Op: kir.Const, DType: f, Value: 2}))
 	return ids
