@@ -35,13 +35,13 @@ func shapeCases() []Case {
 			b.Output("c0", g.Concat(0, x, x))
 		}},
 		{Name: "shape/concat_many", Build: func(b *Builder) {
-			// 600 parts, a third of them empty, as an ONNX graph concatenating
+			// 400 parts, a third of them empty, as an ONNX graph concatenating
 			// per-step results gives: deeper than any compiler nests
 			// brackets if each part took one more level.
-			x := b.Input("x", f32, tile.Shape{600, 3}, nil)
+			x := b.Input("x", f32, tile.Shape{400, 3}, nil)
 			g := b.G
 			var parts []*tile.Tensor
-			for i := range 600 {
+			for i := range 400 {
 				w := i % 3
 				parts = append(parts, g.Slice(x, []int{i, 0}, []int{i + 1, w}, nil))
 			}
