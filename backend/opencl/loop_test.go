@@ -2,6 +2,7 @@ package opencl
 
 import (
 	"fmt"
+	"github.com/tartanml/tartan/backend/opencl/cl"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -342,6 +343,9 @@ func TestStepLoopRNN(t *testing.T) {
 				ls := e.Launches()
 				all := strings.Join(ls, "\n")
 				for _, w := range cfg.want {
+					if strings.HasPrefix(w, "chain ") && d.info.Type&cl.DeviceTypeGPU != 0 {
+						continue // a GPU runs a loop body's launches apart
+					}
 					if !strings.Contains(all, w) {
 						t.Errorf("no launch shows %q:\n%s", w, all)
 					}
