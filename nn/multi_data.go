@@ -103,8 +103,15 @@ func FromArrayLists(xs, ys []*Array) (MultiSamples, error) {
 		if len(arr.Shape) < 1 {
 			return 0, fmt.Errorf("nn: FromArrayLists: %s %d needs a sample dimension, got shape %v", what, k, arr.Shape)
 		}
-		if err := checkArray(fmt.Sprintf("%s %d", what, k), arr); err != nil {
-			return 0, nestf(bareError{err}, "FromArrayLists")
+		size := 1
+		for _, d := range arr.Shape {
+			if d < 0 {
+				return 0, fmt.Errorf("nn: FromArrayLists: %s %d: shape %v has a negative dimension", what, k, arr.Shape)
+			}
+			size *= d
+		}
+		if len(arr.Data) != size {
+			return 0, fmt.Errorf("nn: FromArrayLists: %s %d of shape %v needs %d values, got %d", what, k, arr.Shape, size, len(arr.Data))
 		}
 		if k > 0 || what == "target" {
 			if arr.Shape[0] != a.n {
