@@ -329,6 +329,34 @@ func TestMultiFitLearns(t *testing.T) {
 	if acc := hist.Metrics["val_cls_accuracy"][14]; acc < 0.8 {
 		t.Errorf("validation accuracy %v after 15 epochs, want at least 0.8", acc)
 	}
+
+	// The last quarter given as ValidationData trains and validates as the
+	// split did: the same shuffled batches of the first 90 samples.
+	part := func(as []*Array, lo, hi int) []*Array {
+		var out []*Array
+		for _, a := range as {
+			per := len(a.Data) / a.Shape[0]
+			out = append(out, array(t, slices.Clone(a.Data[lo*per:hi*per]), append([]int{hi - lo}, a.Shape[1:]...)...))
+		}
+		return out
+	}
+	xs := []*Array{array(t, a, n, 3), array(t, b, n, 2)}
+	ys := []*Array{array(t, reg, n, 1), array(t, cls, n)}
+	m2 := twoHeads(t)
+	if err := m2.Compile(Adam(0.05), nil, Losses(MeanSquaredError(), SparseCategoricalCrossentropy()), LossWeights(1, 0.5),
+		OutputMetrics("cls", "accuracy"), OnDevice(testDevice()), Seed(3)); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := m2.Fit(mustMulti(t)(FromArrayLists(part(xs, 0, 90), part(ys, 0, 90))), Epochs(15), BatchSize(16), Verbose(0),
+		ValidationData(mustMulti(t)(FromArrayLists(part(xs, 90, n), part(ys, 90, n)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !slices.Equal(h2.Metrics[k], hist.Metrics[k]) {
+			t.Errorf("%s: %v with ValidationData, %v with ValidationSplit", k, h2.Metrics[k], hist.Metrics[k])
+		}
+	}
 }
 
 // TestMultiSampleWeight checks that sample weights apply to every output:
