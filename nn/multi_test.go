@@ -573,6 +573,14 @@ func TestMultiErrors(t *testing.T) {
 			_, err := m.Evaluate(samples(t, make([]float32, 6), []int{3}, make([]float32, 2), []int{1}), Verbose(0))
 			return err
 		}, `nn: evaluation samples have 1 input, but model "two" takes 2 inputs ("input_layer" (3,), "input_layer_1" (2,)); give one array per input, in this order (FromArrayLists)`},
+		{"Fit targets", func() error {
+			_, err := m.Fit(mustMulti(t)(FromArrayLists(xs, ys[:1])), Verbose(0))
+			return err
+		}, `nn: training samples have 1 target, but model "two" has 2 outputs ("reg", "cls"), each needing one`},
+		{"validation shape", func() error {
+			_, err := m.Fit(mustMulti(t)(FromArrayLists(xs, ys)), Verbose(0), ValidationData(mustMulti(t)(FromArrayLists([]*Array{xs[0], array(t, make([]float32, 15), 5, 3)}, ys))))
+			return err
+		}, `nn: validation samples have input 1 of shape (3,), but model "two"'s input 1, "input_layer_1", takes (2,)`},
 		{"no targets", func() error {
 			_, err := m.Fit(mustMulti(t)(FromArrayLists(xs, nil)), Verbose(0))
 			return err
@@ -610,6 +618,96 @@ func TestMultiErrors(t *testing.T) {
 	} {
 		if _, err := FromArrayLists(c.xs, c.ys); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%s: %v\nwant %s", c.name, err, c.want)
+		}
+	}
+}
+
+// TestMultiInputsOneOutput checks a model of two inputs and one output:
+// Predict returns its one Array, and Evaluate logs only "loss" and the
+// metrics under their own names, as for any model of one output, with
+// values worked by hand.
+func TestMultiInputsOneOutput(t *testing.T) {
+	a, b := Input(1), Input(2)
+	y := Apply(Dense(1, UseBias(false)), Apply(Concatenate(), a, b))
+	m := must(t)(Functional("join", []*Node{a, b}, []*Node{y}))
+	setWeight(t, m, "dense/kernel", []int{3, 1}, 1, 2, -1)
+	if err := m.Compile(SGD(0.1), MeanSquaredError(), Metrics("mae"), OnDevice(testDevice())); err != nil {
+		t.Fatal(err)
+	}
+	// Samples (a | b): (1 | 1, 0) → 3; (0 | 2, 1) → 3; (2 | 0, 4) → −2.
+	xs := []*Array{array(t, []float32{1, 0, 2}, 3, 1), array(t, []float32{1, 0, 2, 1, 0, 4}, 3, 2)}
+	ys := []*Array{array(t, []float32{3, 1, 0}, 3, 1)}
+	p, err := m.Predict(mustMulti(t)(FromArrayLists(xs, nil)), BatchSize(2), Verbose(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Shape, []int{3, 1}) || !slices.Equal(p.Data, []float32{3, 3, -2}) {
+		t.Errorf("Predict: %v %v, want (3, 1) [3 3 -2]", p.Shape, p.Data)
+	}
+	logs, err := m.Evaluate(mustMulti(t)(FromArrayLists(xs, ys)), BatchSize(2), Verbose(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Errors 0, 2, −2: mse 8/3, mae 4/3.
+	if len(logs) != 2 || !closeTo(logs["loss"], 8.0/3, 1e-6) || !closeTo(logs["mean_absolute_error"], 4.0/3, 1e-6) {
+		t.Errorf("logs %v, want loss 8/3 and mean_absolute_error 4/3", logs)
+	}
+	out, err := m.PredictOnBatchMulti(xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || !slices.Equal(out[0].Data, []float32{3, 3, -2}) {
+		t.Errorf("PredictOnBatchMulti: %v", out)
+	}
+	if _, err := m.TrainOnBatch(xs[0], ys[0]); err == nil || err.Error() != `nn: TrainOnBatch "join": 1 input array given, but the model takes 2 inputs ("input_layer" (1,), "input_layer_1" (2,))` {
+		t.Errorf("TrainOnBatch of one array: %v", err)
+	}
+}
+
+// TestMultiCheckpointResume checks that a two-output run stopped after two
+// epochs and resumed from its checkpoint ends where an uninterrupted run of
+// four epochs ends, with the same per-output history.
+func TestMultiCheckpointResume(t *testing.T) {
+	xs, ys := twoHeadsData(t)
+	data := mustMulti(t)(FromArrayLists(xs, ys))
+	run := func() *Model {
+		m := twoHeads(t)
+		if err := m.Compile(Adam(0.01), nil, Losses(MeanSquaredError(), SparseCategoricalCrossentropy()), LossWeights(1, 0.5),
+			OutputMetrics("cls", "accuracy"), OnDevice(testDevice()), Seed(5)); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	whole := run()
+	want, err := whole.Fit(data, Epochs(4), BatchSize(2), Verbose(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := run()
+	if _, err := first.Fit(data, Epochs(2), BatchSize(2), Verbose(0)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ck.safetensors")
+	if err := first.SaveCheckpoint(path, 2); err != nil {
+		t.Fatal(err)
+	}
+	second := run()
+	ck, err := second.LoadCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := second.Fit(data, Epochs(4), BatchSize(2), Verbose(0), Resume(ck))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"loss", "reg_loss", "cls_loss", "cls_accuracy"} {
+		if !slices.Equal(got.Metrics[k], want.Metrics[k]) {
+			t.Errorf("%s: resumed %v, uninterrupted %v", k, got.Metrics[k], want.Metrics[k])
+		}
+	}
+	for _, w := range whole.Weights() {
+		if !slices.Equal(getWeight(t, second, w.Name()), getWeight(t, whole, w.Name())) {
+			t.Errorf("%s differs after resuming", w.Name())
 		}
 	}
 }
