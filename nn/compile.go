@@ -122,8 +122,9 @@ func OutputLoss(output string, l Loss) CompileOption {
 
 // LossWeights weights the losses of a model's outputs, in output order, as
 // Keras's loss_weights does: the model minimises and reports as "loss"
-// Σ wₖ·lossₖ (plus the weights' penalties). Each weight is finite and not
-// negative; without them every output weighs 1.
+// Σ wₖ·lossₖ (plus the weights' penalties), and logs each weighted term
+// wₖ·lossₖ as "<output>_loss". Each weight is finite and not negative;
+// without them every output weighs 1.
 func LossWeights(w ...float64) CompileOption {
 	return compileOption(func(s *compileSettings) {
 		s.weights = append(s.weights, w...)

@@ -159,10 +159,10 @@ func newFitSettings(what string, allowed []string, opts []FitOption) (*fitSettin
 	return s, nil
 }
 
-// Fit trains the model on train for a number of epochs, as Keras's fit does,
+// Fit trains the model on data for a number of epochs, as Keras's fit does,
 // and returns the History of the epochs run. See the FitOption constructors
-// for the options and their defaults. train is Samples for a model of one
-// input and one output, MultiSamples (such as FromArrayLists's) for any
+// for the options and their defaults. data is Samples for a model of one
+// input and one output, or MultiSamples (such as FromArrayLists's) for any
 // model: one input per model input, one target per output. A model of
 // several outputs logs its total loss as "loss", each output's weighted
 // loss as "<output>_loss" and its metrics as "<output>_<metric>" (with
@@ -171,9 +171,9 @@ func newFitSettings(what string, allowed []string, opts []FitOption) (*fitSettin
 // Before anything runs, the data is checked against the model: the number
 // and shapes of the inputs, those of the targets the losses need, and, for
 // class labels, that every label is a whole number within the output's
-// classes. A failure returns an
-// error and changes nothing. A target shape that does not suit the loss
-// gets a hint when the cause looks plain: one-hot targets given to
+// classes. A failure returns an error and changes nothing. For a model of
+// one output, a target shape that does not suit the loss gets a hint when
+// the cause looks plain: one-hot targets given to
 // SparseCategoricalCrossentropy, class indices to CategoricalCrossentropy,
 // or a Dense layer applied to samples of several axes without a Flatten
 // before it.
@@ -550,8 +550,8 @@ func (m *Model) checkSamples(what string, s MultiSamples, targets bool) error {
 	return nil
 }
 
-// Evaluate returns the loss and metrics of the model over samples s
-// (Samples or MultiSamples, as Fit takes), as Keras's evaluate does, in
+// Evaluate returns the loss and metrics of the model over the samples d
+// (Samples or MultiSamples, as Fit takes them), as Keras's evaluate does, in
 // inference mode (no dropout, batch normalisation with its moving
 // statistics). It accepts BatchSize (32 by default), Verbose and Progress.
 func (m *Model) Evaluate(d Data, opts ...FitOption) (Logs, error) {
@@ -628,7 +628,7 @@ func (m *Model) evaluate(s MultiSamples, batch int, namePrefix string, bar *prog
 	return m.readLogs("eval", namePrefix)
 }
 
-// Predict returns the model's outputs for samples s (Samples, or
+// Predict returns the model's outputs for the samples d (Samples, or
 // MultiSamples for a model of several inputs), in inference mode, as an
 // Array of shape (samples, output…). It accepts BatchSize (32 by default),
 // Verbose and Progress. A model of several outputs predicts with
@@ -645,7 +645,7 @@ func (m *Model) Predict(d Data, opts ...FitOption) (*Array, error) {
 	return out[0], nil
 }
 
-// PredictMulti returns the model's outputs for samples s, one Array of
+// PredictMulti returns the model's outputs for the samples d, one Array of
 // shape (samples, output…) per model output, in output order, as Keras's
 // predict does for a model of several outputs. It takes what Predict
 // takes.
