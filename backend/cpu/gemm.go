@@ -416,6 +416,10 @@ func newGemmOperand(s *space, p *kir.Program, load *kir.Expr, conds []kir.Cond, 
 		// Contiguous runs along K: each row's runs are copies, and the
 		// rows of a block are packed run by run (affinePacker.rowsFast).
 		o.axisVar, o.kMajor = kin, false
+	case contiguous(pin) && ext[pin] >= 8 && !contiguous(kin):
+		// Contiguous runs along P, as a weight gradient's input has:
+		// packed K-major, run by run over blocks (affinePacker.packCols).
+		o.axisVar, o.kMajor = pin, true
 	case kin >= 0 && score(kin) >= score(pin):
 		o.axisVar, o.kMajor = kin, false
 	case pin >= 0:
@@ -433,6 +437,7 @@ func newGemmOperand(s *space, p *kir.Program, load *kir.Expr, conds []kir.Cond, 
 	o.prog = b.value(load)
 	if o.axisVar >= 0 || !o.kMajor {
 		o.affine = newAffinePacker(s, p, load, conds, o.axisVar, ext)
+
 	}
 	return o
 }

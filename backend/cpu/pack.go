@@ -358,6 +358,10 @@ func (o *gemmOperand) packAffine(fr *frame, ext []int, batch, bvals []int, split
 	for _, v := range o.kVar {
 		ap.add(val, v, pos[v])
 	}
+	if ap.rowsFast() && len(o.kVar) > 0 {
+		ap.packCols(fr, o.kVar, pos, first, end, val, runs, nruns, stride, np, dst)
+		return np
+	}
 	for kk := 0; ; kk++ {
 		o.runAll(fr, &cp, val, runs, nruns, stride, dst, kk*np)
 		i := len(o.kVar) - 1
@@ -455,5 +459,60 @@ func (ap *affinePacker) packRows(fr *frame, ext, outer, base, val, runs []int, n
 			}
 		}
 		p += L
+	}
+}
+
+// packCols is the K-major packing when rowsFast holds (the runs are of P
+// rows along a contiguous axis, as in a weight gradient's im2col): the K
+// points are taken in blocks along the innermost K variable, and each run
+// is written for the whole block, its bounds found once per block as in
+// packRows. pos and val hold the first K point's positions and form values.
+func (ap *affinePacker) packCols(fr *frame, kVar, pos []int, first, end func(int) int, val, runs []int, nruns, stride, np int, dst []float32) {
+	nf := len(ap.forms)
+	v := kVar[len(kVar)-1]
+	step := ap.coefT[v]
+	src := fr.bufs[ap.buf].f32
+	for kk := 0; ; {
+		L := end(v) - pos[v]
+		for i := range nruns {
+			r := runs[i*stride : (i+1)*stride]
+			c := r[3 : 3+nf]
+			lo, hi := 0, L
+			for f := 1; f < nf && lo < hi; f++ {
+				lo, hi = interval(val[f]+c[f], step[f], ap.forms[f].bound, lo, hi)
+			}
+			n, at := r[1]-r[0], kk*np+r[2]
+			j := 0
+			for ; j < lo; j++ {
+				clear(dst[at+j*np : at+j*np+n])
+			}
+			off := val[0] + c[0] + r[0] + lo*step[0]
+			for ; j < hi; j++ {
+				copy(dst[at+j*np:at+j*np+n], src[off:off+n])
+				off += step[0]
+			}
+			for ; j < L; j++ {
+				clear(dst[at+j*np : at+j*np+n])
+			}
+		}
+		kk += L
+		// The next block: the innermost variable back to its start, the
+		// others advanced like an odometer.
+		ap.add(val, v, first(v)-pos[v])
+		pos[v] = first(v)
+		i := len(kVar) - 2
+		for ; i >= 0; i-- {
+			u := kVar[i]
+			if pos[u]+1 < end(u) {
+				pos[u]++
+				ap.add(val, u, 1)
+				break
+			}
+			ap.add(val, u, first(u)-pos[u])
+			pos[u] = first(u)
+		}
+		if i < 0 {
+			return
+		}
 	}
 }
