@@ -31,6 +31,7 @@ func FuzzLayerArchitecture(f *testing.F) {
 	add(Sequential("e", Input(6, 2), Conv1DTranspose(3, 3, Strides(2), OutputPadding(1)), Conv1DTranspose(2, 2, Padding("same"))))
 	add(Sequential("f", Input(6, 2), ZeroPadding1D([]int{1, 2}), Cropping1D(nil), UpSampling1D(3)))
 	add(Sequential("d", Input(9, 2), GlobalAveragePooling1D()))
+	add(Sequential("g", Input(7, 5, 2), RandomTranslation(0.2, 0.3, FillMode("wrap"), Interpolation("nearest"))))
 	f.Fuzz(func(t *testing.T, js []byte) {
 		fuzzcheck.Bounded(t, fuzzcheck.DefaultLimit, func() {
 			m, err := decodeArchitecture(js)
