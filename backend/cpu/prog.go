@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
@@ -403,31 +405,51 @@ func (b *builder) semi(x *kir.Ix) (axisLin, bool) {
 	if !walk(x, 1) {
 		return axisLin{}, false
 	}
-	// Terms of one loop become a table over its positions.
+	// Terms of one loop, or of two with few positions together, become a
+	// table over their positions: no division at run time.
 	var rest []scalarTerm
-	tabs := map[int][]int{}
-	var order []int
+	type pair struct{ a, b int }
+	tabs := map[pair][]int{}
+	var order []pair
 	for _, t := range out.extra {
-		loop := b.singleLoop(t.x)
-		if loop < 0 || b.s.ext[loop] > 1<<16 {
+		ls := b.loopsOf(t.x)
+		var key pair
+		size := 1
+		switch len(ls) {
+		case 1:
+			key, size = pair{ls[0], -1}, b.s.ext[ls[0]]
+		case 2:
+			key, size = pair{ls[0], ls[1]}, b.s.ext[ls[0]]*b.s.ext[ls[1]]
+		default:
+			size = -1
+		}
+		if size < 0 || size > 1<<16 {
 			rest = append(rest, t)
 			continue
 		}
-		tab, ok := tabs[loop]
+		tab, ok := tabs[key]
 		if !ok {
-			tab = make([]int, b.s.ext[loop])
-			order = append(order, loop)
+			tab = make([]int, size)
+			order = append(order, key)
 		}
 		vars := make([]int, len(b.s.ext))
 		for pos := range tab {
-			vars[loop] = pos
+			if key.b < 0 {
+				vars[key.a] = pos
+			} else {
+				vars[key.a], vars[key.b] = pos/b.s.ext[key.b], pos%b.s.ext[key.b]
+			}
 			tab[pos] += t.coef * scalarIx(t.x, b.s.vm, vars)
 		}
-		tabs[loop] = tab
+		tabs[key] = tab
 	}
 	out.extra = rest
-	for _, l := range order {
-		out.tabs = append(out.tabs, tabTerm{l, tabs[l]})
+	for _, k := range order {
+		n2 := 0
+		if k.b >= 0 {
+			n2 = b.s.ext[k.b]
+		}
+		out.tabs = append(out.tabs, tabTerm{k.a, tabs[k], k.b, n2})
 	}
 	for l := range len(b.s.ext) {
 		if c := coef[l]; c != 0 {
@@ -442,6 +464,27 @@ func (b *builder) semi(x *kir.Ix) (axisLin, bool) {
 }
 
 // singleLoop returns the one loop whose variables x reads, or -1.
+// loopsOf returns the loops whose variables x reads, in increasing order.
+func (b *builder) loopsOf(x *kir.Ix) []int {
+	var ls []int
+	var walk func(x *kir.Ix)
+	walk = func(x *kir.Ix) {
+		if x == nil {
+			return
+		}
+		if x.Op == kir.IxVar {
+			if l := b.s.varLoop[x.Var]; !slices.Contains(ls, l) {
+				ls = append(ls, l)
+			}
+		}
+		walk(x.A)
+		walk(x.B)
+	}
+	walk(x)
+	slices.Sort(ls)
+	return ls
+}
+
 func (b *builder) singleLoop(x *kir.Ix) int {
 	loop := -1
 	ok := true

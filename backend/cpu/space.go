@@ -41,10 +41,14 @@ type axisLin struct {
 	vm    *varMap
 }
 
-// tabTerm adds t[position of loop] to a form.
+// tabTerm adds t[position of loop] to a form, or, when loop2 ≥ 0,
+// t[position of loop · n2 + position of loop2]: a non-affine term of two
+// loops, such as the (y - k) div 2 of a strided window's gradient.
 type tabTerm struct {
-	loop int
-	t    []int
+	loop  int
+	t     []int
+	loop2 int
+	n2    int
 }
 
 // scalarTerm is coef times the value of an index expression that does not
@@ -97,7 +101,11 @@ func (a *axisLin) base(vars []int) int {
 		b += t.coef * vars[t.loop]
 	}
 	for _, t := range a.tabs {
-		b += t.t[vars[t.loop]]
+		if t.loop2 < 0 {
+			b += t.t[vars[t.loop]]
+		} else {
+			b += t.t[vars[t.loop]*t.n2+vars[t.loop2]]
+		}
 	}
 	for _, t := range a.extra {
 		b += t.coef * scalarIx(t.x, a.vm, vars)
@@ -116,7 +124,7 @@ func (a axisLin) scaled(k int) axisLin {
 		for i, x := range t.t {
 			tt[i] = x * k
 		}
-		out.tabs = append(out.tabs, tabTerm{t.loop, tt})
+		out.tabs = append(out.tabs, tabTerm{t.loop, tt, t.loop2, t.n2})
 	}
 	for _, t := range a.extra {
 		out.extra = append(out.extra, scalarTerm{t.coef * k, t.x})
