@@ -444,19 +444,7 @@ func (ap *affinePacker) packRows(fr *frame, ext, outer, base, val, runs []int, n
 			for f := 1; f < nf && lo < hi; f++ {
 				lo, hi = interval(val[f]+c[f], step[f], ap.forms[f].bound, lo, hi)
 			}
-			n, at := r[1]-r[0], rowAt+r[2]
-			j := 0
-			for ; j < lo; j++ {
-				clear(dst[at+j*kc : at+j*kc+n])
-			}
-			off := val[0] + c[0] + r[0] + lo*step[0]
-			for ; j < hi; j++ {
-				copy(dst[at+j*kc:at+j*kc+n], src[off:off+n])
-				off += step[0]
-			}
-			for ; j < L; j++ {
-				clear(dst[at+j*kc : at+j*kc+n])
-			}
+			blockRun(dst, src, rowAt+r[2], kc, r[1]-r[0], lo, hi, L, val[0]+c[0]+r[0], step[0])
 		}
 		p += L
 	}
@@ -481,19 +469,7 @@ func (ap *affinePacker) packCols(fr *frame, kVar, pos []int, first, end func(int
 			for f := 1; f < nf && lo < hi; f++ {
 				lo, hi = interval(val[f]+c[f], step[f], ap.forms[f].bound, lo, hi)
 			}
-			n, at := r[1]-r[0], kk*np+r[2]
-			j := 0
-			for ; j < lo; j++ {
-				clear(dst[at+j*np : at+j*np+n])
-			}
-			off := val[0] + c[0] + r[0] + lo*step[0]
-			for ; j < hi; j++ {
-				copy(dst[at+j*np:at+j*np+n], src[off:off+n])
-				off += step[0]
-			}
-			for ; j < L; j++ {
-				clear(dst[at+j*np : at+j*np+n])
-			}
+			blockRun(dst, src, kk*np+r[2], np, r[1]-r[0], lo, hi, L, val[0]+c[0]+r[0], step[0])
 		}
 		kk += L
 		// The next block: the innermost variable back to its start, the
@@ -514,5 +490,23 @@ func (ap *affinePacker) packCols(fr *frame, kVar, pos []int, first, end func(int
 		if i < 0 {
 			return
 		}
+	}
+}
+
+// blockRun writes one run of n elements for each of the L points of a block,
+// point j at dst[at+j·ld]: a copy of src from off+j·step for the points in
+// [lo, hi), where the run's bounds hold, and zeros for the others.
+func blockRun(dst, src []float32, at, ld, n, lo, hi, L, off, step int) {
+	j := 0
+	for ; j < lo; j++ {
+		clear(dst[at+j*ld : at+j*ld+n])
+	}
+	off += lo * step
+	for ; j < hi; j++ {
+		copy(dst[at+j*ld:at+j*ld+n], src[off:off+n])
+		off += step
+	}
+	for ; j < L; j++ {
+		clear(dst[at+j*ld : at+j*ld+n])
 	}
 }
