@@ -120,7 +120,8 @@ func (c *callContext) passMask(l Layer, in []*tile.Tensor, out *tile.Tensor) {
 	}
 	switch l.(type) {
 	case *dropoutLayer, *ActivationLayer, *reluLayer, *denseLayer, *layerNormLayer:
-		if out.Rank() == in[0].Rank() && out.Dim(out.Rank()-2) == in[0].Dim(in[0].Rank()-2) {
+		a, b := out.Shape(), in[0].Shape()
+		if len(a) == len(b) && a[:len(a)-1].Equal(b[:len(b)-1]) {
 			c.setMask(out, c.masks[in[0]])
 		}
 	}
@@ -340,7 +341,7 @@ func checkSequence(in []tile.Shape) (tile.Shape, error) {
 	}
 	s := in[0]
 	if len(s) != 2 {
-		return nil, fmt.Errorf("needs inputs of rank 3 (batch, time, features), got %s", fmtShape(s))
+		return nil, fmt.Errorf("needs inputs of rank 3 (batch, time, features)")
 	}
 	return s.Clone(), nil
 }
@@ -433,6 +434,10 @@ func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq
 	g := c.g
 	N, T, F := x.Dim(0), x.Dim(1), x.Dim(2)
 	U, G := rc.cfg.Units, rc.gates()*rc.cfg.Units
+	if mask != nil && !mask.Shape().Equal(tile.Shape{N, T}) {
+		bad := g.Errorf(rc.class, "the step mask %v of input %v is not (batch, time)", mask, x)
+		return bad, bad
+	}
 	training := c.training && c.seed != nil
 	xt := g.Transpose(x, []int{1, 0, 2}) // (time, batch, features)
 	if training && rc.cfg.Dropout > 0 {
@@ -461,6 +466,17 @@ func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq
 	if rc.class == "LSTM" {
 		S = 2 * U
 	}
+	// What does not depend on the state is built before the recurrence.
+	R := c.v(rc.r)
+	var rzr, rh, keep *tile.Tensor
+	if rc.class == "GRU" && !rc.resetAfter() {
+		rzr = g.Slice(R, []int{0, 0}, []int{U, 2 * U}, nil)
+		rh = g.Slice(R, []int{0, 2 * U}, []int{U, 3 * U}, nil)
+	}
+	if mask != nil {
+		m := g.Reshape(g.Transpose(mask, []int{1, 0}), tile.Shape{T, N, 1})
+		keep = g.Elementwise(tile.Gt, m, g.ScalarLike(m, 0))
+	}
 	prev := g.Recurrence(g.BroadcastTo(g.ScalarLike(x, 0), tile.Shape{N, S}), T, rc.cfg.GoBackwards)
 	cols := func(v *tile.Tensor, from, to int) *tile.Tensor {
 		return g.Slice(v, []int{0, 0, from}, []int{T, N, to}, nil)
@@ -476,7 +492,6 @@ func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq
 	if recMask != nil {
 		hr = g.Mul(h, recMask)
 	}
-	R := c.v(rc.r)
 	var next *tile.Tensor
 	switch rc.class {
 	case "SimpleRNN":
@@ -498,8 +513,6 @@ func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq
 			r = ract(g.Add(cols(xw, U, 2*U), cols(inner, U, 2*U)))
 			cand = act(g.Add(cols(xw, 2*U, 3*U), g.Mul(r, cols(inner, 2*U, 3*U))))
 		} else {
-			rzr := g.Slice(R, []int{0, 0}, []int{U, 2 * U}, nil)
-			rh := g.Slice(R, []int{0, 2 * U}, []int{U, 3 * U}, nil)
 			inner := matmul(hr, rzr)
 			z = ract(g.Add(cols(xw, 0, U), cols(inner, 0, U)))
 			r = ract(g.Add(cols(xw, U, 2*U), cols(inner, U, 2*U)))
@@ -510,8 +523,7 @@ func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq
 	}
 	if mask != nil {
 		// A masked step carries the state over unchanged.
-		keep := g.Reshape(g.Transpose(mask, []int{1, 0}), tile.Shape{T, N, 1})
-		next = g.Select(g.Elementwise(tile.Gt, keep, g.ScalarLike(keep, 0)), next, prev)
+		next = g.Select(keep, next, prev)
 	}
 	g.CloseRecurrence(prev, next)
 	seq = cols(next, 0, U)
