@@ -558,7 +558,8 @@ var mergeModes = []string{"concat", "sum", "mul", "ave"}
 // (with go_backwards flipped) backwards, and their outputs are merged by
 // MergeMode: "concat" (the default, forward first), "sum", "mul" or "ave".
 // With return_sequences the backward copy's output is put back in the
-// input's order of time before merging, as Keras does. The copies' weights
+// input's order of time before merging, and masked steps (see Masking)
+// give zeros rather than the previous output, as Keras does. The copies' weights
 // are named forward_NAME/… and backward_NAME/…, NAME the wrapped layer's
 // name (its class's snake-case name when it has none), such as
 // "bidirectional/forward_lstm/kernel". It accepts the option MergeMode.
@@ -648,6 +649,13 @@ func (l *bidirectionalLayer) call(c *callContext, in []*tile.Tensor) *tile.Tenso
 	bs, bl := l.bwd.run(c, in[0], mask, l.stream<<32|3)
 	a, b := fl, bl
 	if l.inner.ReturnSequences {
+		if mask != nil {
+			// As in Keras, Bidirectional's sequences are zero at masked
+			// steps instead of repeating the output before them.
+			m := g.Reshape(g.Transpose(mask, []int{1, 0}), tile.Shape{mask.Dim(1), mask.Dim(0), 1})
+			keep := g.Elementwise(tile.Gt, m, g.ScalarLike(m, 0))
+			fs, bs = g.Select(keep, fs, g.ScalarLike(fs, 0)), g.Select(keep, bs, g.ScalarLike(bs, 0))
+		}
 		// Both sequences are in the input's order of time: the backward
 		// one is the backward layer's output re-reversed.
 		a, b = g.Transpose(fs, []int{1, 0, 2}), g.Transpose(bs, []int{1, 0, 2})

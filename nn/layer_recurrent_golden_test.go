@@ -49,6 +49,9 @@ var goldenRecurrentLayers = layerMakers{
 	"masking_lstm_sequences": {
 		func() Layer { return Masking(0) },
 		func() Layer { return LSTM(3, ReturnSequences(true)) }},
+	"masking_bidirectional_gru_sequences": {
+		func() Layer { return Masking(0) },
+		func() Layer { return Bidirectional(GRU(3, ReturnSequences(true))) }},
 }.layers()
 
 type layerMakers map[string][]func() Layer

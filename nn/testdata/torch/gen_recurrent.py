@@ -24,7 +24,9 @@ input's order of time, which is Keras's concat merge; its last states h_n[0],
 h_n[1] are Keras's last outputs of the two layers. go_backwards alone is the
 module run on the time-reversed input, its sequence output left in that order.
 Masking(0): a step whose features are all 0 leaves the state unchanged and
-repeats the previous output (zeros before the first step that counts).
+repeats the previous output (zeros before the first step that counts); under
+Bidirectional with return_sequences its output is zero instead, as Keras's
+Bidirectional sets zero_output_for_mask then.
 
 Regenerate (from the repository root):
     /usr/bin/python3 nn/testdata/torch/gen_recurrent.py
@@ -217,6 +219,54 @@ def masked_lstm_case(name):
     return finish(name, x, xt, out, target, {"lstm/" + n: v for n, v in w.items()}, grads)
 
 
+def masked_bidirectional_gru_case(name):
+    """Masking(0) before Bidirectional(GRU(return_sequences)): both directions
+    skip the steps of zeros, and their outputs there are zeros, as Keras's
+    Bidirectional sets zero_output_for_mask when returning sequences."""
+    rng = rng_for(name)
+    x = f32(rng, (N, T, F))
+    x[0, 4] = 0
+    x[1, 1] = 0
+    x[1, 2] = 0
+    ws = {"forward": keras_weights(rng, "gru"), "backward": keras_weights(rng, "gru")}
+    cells = {}
+    for d, w in ws.items():
+        cell = tnn.GRUCell(F, U).double()
+        with torch.no_grad():
+            cell.weight_ih.copy_(t64(blocks(w["kernel"], GRU_ORDER, 1).T))
+            cell.weight_hh.copy_(t64(blocks(w["recurrent_kernel"], GRU_ORDER, 1).T))
+            cell.bias_ih.copy_(t64(blocks(w["bias"][0], GRU_ORDER, 0)))
+            cell.bias_hh.copy_(t64(blocks(w["bias"][1], GRU_ORDER, 0)))
+        cells[d] = cell
+    xt = t64(x, True)
+    keep = (xt != 0).any(-1, keepdim=True)
+    xm = xt * keep.to(F64)
+    seqs = {}
+    for d, order in (("forward", range(T)), ("backward", reversed(range(T)))):
+        h = torch.zeros(N, U, dtype=F64)
+        outs = [None] * T
+        for t in order:
+            h = torch.where(keep[:, t], cells[d](xm[:, t], h), h)
+            outs[t] = torch.where(keep[:, t], h, torch.zeros_like(h))
+        seqs[d] = torch.stack(outs, 1)
+    out = torch.cat([seqs["forward"], seqs["backward"]], -1)
+    target = f32(rng, tuple(out.shape))
+    weights = {}
+    for d, w in ws.items():
+        weights.update({"bidirectional/%s_gru/%s" % (d, n): v for n, v in w.items()})
+
+    def grads():
+        g = {}
+        for d, c in cells.items():
+            p = "bidirectional/%s_gru/" % d
+            g[p + "kernel"] = blocks(c.weight_ih.grad.numpy().T, GRU_ORDER, 1)
+            g[p + "recurrent_kernel"] = blocks(c.weight_hh.grad.numpy().T, GRU_ORDER, 1)
+            g[p + "bias"] = np.stack([blocks(c.bias_ih.grad.numpy(), GRU_ORDER, 0),
+                                      blocks(c.bias_hh.grad.numpy(), GRU_ORDER, 0)])
+        return g
+    return finish(name, x, xt, out, target, weights, grads)
+
+
 def main():
     torch.set_num_threads(1)
     cases = [
@@ -232,6 +282,7 @@ def main():
         bidirectional_case("bidirectional_simple_rnn_ave_sequences", "simple_rnn", True, "ave"),
         bidirectional_case("bidirectional_lstm_mul_last", "lstm", False, "mul"),
         masked_lstm_case("masking_lstm_sequences"),
+        masked_bidirectional_gru_case("masking_bidirectional_gru_sequences"),
     ]
     doc = {"generator": "gen_recurrent.py", "torch_version": torch.__version__, "cases": cases}
     with open(OUT_PATH, "w") as f:
