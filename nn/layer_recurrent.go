@@ -296,6 +296,10 @@ func newRecurrent(class string, cfg recurrentConfig, err error) Layer {
 	return l
 }
 
+// maxUnits bounds a recurrent layer's units, so that the sizes of its
+// weights, 4·units wide, cannot overflow.
+const maxUnits = 1 << 30
+
 // newCell checks a recurrent configuration and resolves its initializers,
 // keeping an earlier error.
 func newCell(err error, class string, cfg recurrentConfig) (rnnCell, error) {
@@ -303,6 +307,7 @@ func newCell(err error, class string, cfg recurrentConfig) (rnnCell, error) {
 	gated := class != "SimpleRNN"
 	err = firstErr(err,
 		check(cfg.Units >= 1, "nn: %s: units %d must be positive", class, cfg.Units),
+		check(cfg.Units <= maxUnits, "nn: %s: units %d is more than %d", class, cfg.Units, maxUnits),
 		wrapErr("nn: "+class+": ", checkActivation(cfg.Activation)),
 		check(!gated || cfg.RecurrentActivation != "", "nn: %s: recurrent_activation is missing", class),
 		check(gated || cfg.RecurrentActivation == "", "nn: %s: has no recurrent_activation", class),
@@ -610,6 +615,10 @@ func newBidirectional(cfg bidirectionalConfig, err error) Layer {
 	if e := strictJSON(cfg.Layer.Config, &l.inner); e != nil {
 		l.err = fmt.Errorf("nn: Bidirectional: layer %s: config: %w", l.class, e)
 		return l
+	}
+	// The inner configuration is kept as this package writes it.
+	if raw, e := json.Marshal(l.inner); e == nil {
+		l.cfg.Layer.Config = raw
 	}
 	if l.inner.Name == "" || !validLayerName(l.inner.Name) {
 		l.err = fmt.Errorf("nn: Bidirectional: layer %s: name %q is not usable", l.class, l.inner.Name)
