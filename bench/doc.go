@@ -12,7 +12,7 @@
 //     classifier, batch 64 of 32×32×3;
 //
 // and of smaller kernel fragments (a MobileNet block, a network stem,
-// attention, an LSTM cell unrolled over 16 steps, one depthwise layer,
+// attention, an LSTM cell over 16 steps (a recurrence), one depthwise layer,
 // an embedding, batch norm with ReLU6). Entries lists them with their sizes;
 // bench/README.md describes each one and bench/torch_suite.py builds the
 // same models in PyTorch so that both are measured on one machine.

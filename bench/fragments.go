@@ -21,7 +21,7 @@ func fragmentEntries() []Entry {
 			About: "layer norm -> one-head self-attention (q, k, v, out projections) + residual, length 64, width 64",
 			build: buildAttention},
 		{Name: "lstm", Fragment: true, Batch: 32, params: 98_816,
-			About: "LSTM cell written in tile, unrolled over 16 steps, input 64, 128 units", build: buildLSTM},
+			About: "LSTM cell written in tile as a recurrence over 16 steps, input 64, 128 units", build: buildLSTM},
 		{Name: "depthwise", Fragment: true, Batch: 128, params: 864,
 			About: "one depthwise 3x3 layer (same, no bias) on 32x32x96", build: buildDepthwise},
 		{Name: "embedding", Fragment: true, Batch: 32, params: 2_050_570,
@@ -82,9 +82,9 @@ func buildAttention(c Config) (prepared, error) {
 // buildLSTM: x (32, 16, 64); an LSTM cell with input kernel W (64, 512),
 // recurrent kernel U (128, 512) and bias b (512), gates in the order input,
 // forget, cell, output: z = x_t·W + h·U + b, c = σ(z_f)·c + σ(z_i)·tanh(z_c),
-// h = σ(z_o)·tanh(c), from h = c = 0 (so the first step has no h·U and no
-// σ(z_f)·c); the loss is the mean of the last h². Tiny: 4 steps, input 8, 8
-// units.
+// h = σ(z_o)·tanh(c), from h = c = 0; the loss is the mean of the last h².
+// The states are tile recurrences, so the step compiles to a loop whose
+// kernels do not grow with the steps. Tiny: 4 steps, input 8, 8 units.
 func buildLSTM(c Config) (prepared, error) {
 	steps, in, units := tiny(c, 16, 4), tiny(c, 64, 8), tiny(c, 128, 8)
 	b := c.Batch
@@ -95,25 +95,23 @@ func buildLSTM(c Config) (prepared, error) {
 	w := t.kernel("lstm/kernel", in, 4*units)
 	u := t.kernel("lstm/recurrent_kernel", units, 4*units)
 	bias := t.weight("lstm/bias", tile.Shape{4 * units}, nil)
-	gate := func(z *tile.Tensor, k int) *tile.Tensor {
-		return g.Slice(z, []int{0, k * units}, []int{b, (k + 1) * units}, nil)
+	// Time-major, with the states as recurrences: the cell is built once and
+	// the compiled loop runs it step after step.
+	xs := g.Transpose(x, []int{1, 0, 2})
+	xw := op.Dense(g, xs, w, bias)
+	zero := g.BroadcastTo(g.Scalar(0, tile.Float32), tile.Shape{b, units})
+	hp, cp := g.Recurrence(zero, steps, false), g.Recurrence(zero, steps, false)
+	z := g.Add(xw, op.MatMul(g, hp, u))
+	gate := func(k int) *tile.Tensor {
+		return g.Slice(z, []int{0, 0, k * units}, []int{steps, b, (k + 1) * units}, nil)
 	}
-	var h, cell *tile.Tensor
-	for s := range steps {
-		xt := g.Reshape(g.Slice(x, []int{0, s, 0}, []int{b, s + 1, in}, nil), tile.Shape{b, in})
-		z := op.Dense(g, xt, w, bias)
-		if h != nil {
-			z = g.Add(z, op.MatMul(g, h, u))
-		}
-		i, f := op.Sigmoid(g, gate(z, 0)), op.Sigmoid(g, gate(z, 1))
-		cc, o := g.Tanh(gate(z, 2)), op.Sigmoid(g, gate(z, 3))
-		if cell == nil {
-			cell = g.Mul(i, cc)
-		} else {
-			cell = g.Add(g.Mul(f, cell), g.Mul(i, cc))
-		}
-		h = g.Mul(o, g.Tanh(cell))
-	}
+	i, f := op.Sigmoid(g, gate(0)), op.Sigmoid(g, gate(1))
+	cc, o := g.Tanh(gate(2)), op.Sigmoid(g, gate(3))
+	cell := g.Add(g.Mul(f, cp), g.Mul(i, cc))
+	hs := g.Mul(o, g.Tanh(cell))
+	g.CloseRecurrence(hp, hs)
+	g.CloseRecurrence(cp, cell)
+	h := g.Reshape(g.Slice(hs, []int{steps - 1, 0, 0}, []int{steps, b, units}, nil), tile.Shape{b, units})
 	return t.done(meanSquare(g, h))
 }
 

@@ -24,7 +24,7 @@ import (
 // CompilerVersion is mixed into every cache key; change it whenever the
 // compiler's output for some graph changes, or the format of cache entries
 // does, so that stale programs are never loaded.
-const CompilerVersion = "tartan-compile/4"
+const CompilerVersion = "tartan-compile/5"
 
 // CompileCached is Compile with an on-disk cache. Programs are stored under
 // $XDG_CACHE_HOME/tartan/programs (~/.cache/tartan when XDG_CACHE_HOME is
@@ -557,6 +557,12 @@ func encodeOp(w keyWriter, op tile.Op) {
 		w.ints(op.Axis)
 	case *tile.RandomOp:
 		w.str(strconv.FormatUint(op.Stream, 10))
+	case *tile.RecurrenceOp:
+		rev := 0
+		if op.Reverse {
+			rev = 1
+		}
+		w.ints(op.Steps, rev, op.Next().ID())
 	case *tile.ReshapeOp, *tile.BroadcastOp, *tile.CastOp:
 	default:
 		w.str(fmt.Sprintf("%T %+v", op, op))

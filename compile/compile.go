@@ -115,10 +115,13 @@ func build(ir *graph, t Target, st *stats) (*kir.Program, error) {
 	}
 	st.inPlace, st.viaTemp = pl.inPlace, pl.viaTemp
 	var prog *kir.Program
-	st.timed("memory", func() error {
-		prog, st.mem = pl.planMemory()
-		return nil
-	})
+	if err := st.timed("memory", func() error {
+		var err error
+		prog, st.mem, err = pl.planMemory()
+		return err
+	}); err != nil {
+		return nil, err
+	}
 	st.timed("schedule", func() error {
 		st.why = schedule(prog, t)
 		return nil

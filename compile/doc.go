@@ -19,8 +19,11 @@
 //  5. updates (updates.go): variable updates are written in place when that
 //     is safe, otherwise through a temporary and a final copy; kernels are
 //     ordered so that every read of a variable's old value comes first.
-//  6. memory (memory.go): buffers, and slots shared by temporaries whose
-//     lifetimes do not overlap.
+//  6. memory (memory.go, loops.go): buffers, recurrences made loops (the
+//     kernels on a recurrence's cycle compute one time step per iteration
+//     over views of the step's rows; the rest run before or after the loop
+//     over all steps), and slots shared by temporaries whose lifetimes do not
+//     overlap.
 //  7. schedule (squeeze.go, schedule.go): loops of one point are dropped
 //     from each kernel's loop space, then per kernel strategy (gemm,
 //     scatter, reduce, loops),

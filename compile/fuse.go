@@ -76,6 +76,7 @@ func fuse(g *graph, nests []*nest) *fusion {
 	for _, u := range g.updates {
 		f.special[u.x.id] = true
 	}
+	f.protectCycles()
 	forced := make([]bool, n)
 	for _, x := range g.nodes {
 		ns := nests[x.id]
@@ -233,4 +234,78 @@ func (f *fusion) ixCost(x *kir.Ix) int {
 		return f.exprCost(x.E)
 	}
 	return f.ixCost(x.A) + f.ixCost(x.B)
+}
+
+// protectCycles stores the next states of every recurrence, and every value
+// off a recurrence's cycle that a node on it reads (looking through
+// broadcasts), so that a loop-body kernel reads those values from buffers at
+// its own step instead of inlining index arithmetic over the steps, which the
+// loop's kernels no longer have (loops.go).
+func (f *fusion) protectCycles() {
+	g := f.g
+	onCycle := cycleNodes(g)
+	var protect func(a *node)
+	protect = func(a *node) {
+		switch {
+		case onCycle[a.id] || isLeaf(a):
+		case a.op.Kind() == "broadcast":
+			protect(a.args[0])
+		default:
+			f.special[a.id] = true
+		}
+	}
+	for _, x := range g.nodes {
+		if x.next != nil {
+			f.special[x.next.id] = true
+		}
+		if onCycle[x.id] {
+			for _, a := range x.args {
+				protect(a)
+			}
+		}
+	}
+}
+
+// cycleNodes marks the nodes on a recurrence's cycle: reachable from a state
+// and reaching next states, following arguments and, from next states to
+// their states, the delay of one step.
+func cycleNodes(g *graph) []bool {
+	n := len(g.nodes)
+	fwd, bwd := make([][]int, n), make([][]int, n)
+	var starts []*node
+	for _, x := range g.nodes {
+		for _, a := range x.args {
+			fwd[a.id] = append(fwd[a.id], x.id)
+			bwd[x.id] = append(bwd[x.id], a.id)
+		}
+		if x.next != nil {
+			fwd[x.next.id] = append(fwd[x.next.id], x.id)
+			bwd[x.id] = append(bwd[x.id], x.next.id)
+			starts = append(starts, x)
+		}
+	}
+	reach := func(from int, next [][]int) []bool {
+		seen := make([]bool, n)
+		seen[from] = true
+		stack := []int{from}
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, j := range next[i] {
+				if !seen[j] {
+					seen[j] = true
+					stack = append(stack, j)
+				}
+			}
+		}
+		return seen
+	}
+	on := make([]bool, n)
+	for _, s := range starts {
+		a, b := reach(s.id, fwd), reach(s.next.id, bwd)
+		for i := range on {
+			on[i] = on[i] || a[i] && b[i]
+		}
+	}
+	return on
 }

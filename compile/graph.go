@@ -19,6 +19,9 @@ type node struct {
 	// src lists the IDs of the tile nodes this node stands for (several
 	// after common-subexpression elimination).
 	src []int
+	// next is a recurrence state's next states (see tile.RecurrenceOp), a
+	// later node.
+	next *node
 }
 
 // graph is the compiler's working copy of a tile graph.
@@ -51,6 +54,9 @@ func importGraph(g *tile.Graph) *graph {
 		}
 		m[i] = n
 		out.nodes = append(out.nodes, n)
+	}
+	for _, t := range g.Recurrences() {
+		m[t.ID()].next = m[t.Op().(*tile.RecurrenceOp).Next().ID()]
 	}
 	for _, t := range g.Inputs() {
 		out.inputs = append(out.inputs, m[t.ID()])

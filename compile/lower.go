@@ -109,7 +109,8 @@ func lowerNode(n *node) (*nest, error) {
 		return ns, nil
 	}
 	switch op := n.op.(type) {
-	case *tile.InputOp, *tile.VariableOp:
+	case *tile.InputOp, *tile.VariableOp, *tile.RecurrenceOp:
+		// A recurrence's state has a buffer that the loop fills (loops.go).
 		return nil, nil
 	case *tile.ConstantOp:
 		if v, ok := inlineConst(n); ok {
@@ -211,20 +212,28 @@ func lowerConcat(n *node, axis int, vars []kir.Range) *kir.Expr {
 		idx[axis] = kir.Simplify(kir.IxSum(kir.IxOfVar(axis), kir.IxOfConst(-starts[i])), vars)
 		return fillRef(n.args[i], idx, 0)
 	}
-	last := len(n.args) - 1
-	for last > 0 && n.args[last].shape[axis] == 0 {
-		last--
-	}
-	e := part(last)
-	for i := last - 1; i >= 0; i-- {
-		if n.args[i].shape[axis] == 0 {
-			continue
+	// The non-empty parts, chosen by a balanced tree of comparisons: an
+	// element reads one part after log₂(parts) tests, and the expression
+	// nests that deep, not as deep as there are parts.
+	var parts []int
+	for i, a := range n.args {
+		if a.shape[axis] > 0 {
+			parts = append(parts, i)
 		}
-		end := starts[i] + n.args[i].shape[axis]
-		cond := apply(tile.Lt, tile.Bool, indexValue(tile.Int64, kir.IxOfVar(axis)), constExpr(tile.Int64, float64(end)))
-		e = apply(tile.Select, n.dtype, cond, part(i), e)
 	}
-	return e
+	if len(parts) == 0 {
+		return part(len(n.args) - 1)
+	}
+	var tree func(ps []int) *kir.Expr
+	tree = func(ps []int) *kir.Expr {
+		if len(ps) == 1 {
+			return part(ps[0])
+		}
+		mid := len(ps) / 2
+		cond := apply(tile.Lt, tile.Bool, indexValue(tile.Int64, kir.IxOfVar(axis)), constExpr(tile.Int64, float64(starts[ps[mid]])))
+		return apply(tile.Select, n.dtype, cond, tree(ps[:mid]), tree(ps[mid:]))
+	}
+	return tree(parts)
 }
 
 // lowerScatter sums, over every position j of the indices, the update slice

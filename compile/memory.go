@@ -25,13 +25,17 @@ type memReport struct {
 // ended before this one starts), the smallest that is large enough or else
 // the largest, grown to fit, or else a new slot. Slot size is the largest
 // occupant's byte size.
-func (p *plan) planMemory() (*kir.Program, *memReport) {
+func (p *plan) planMemory() (*kir.Program, *memReport, error) {
 	prog := &kir.Program{Name: p.g.name}
 	bufOf := map[int]int{}
 	add := func(b *kir.Buffer) int {
 		b.ID = len(prog.Buffers)
 		prog.Buffers = append(prog.Buffers, b)
 		return b.ID
+	}
+	recs, err := p.recurrenceBuffers(add, bufOf)
+	if err != nil {
+		return nil, nil, err
 	}
 	for _, n := range p.g.inputs {
 		id := add(&kir.Buffer{Name: leafName(n), Kind: kir.Input, DType: n.dtype, Shape: n.shape.Clone()})
@@ -66,6 +70,9 @@ func (p *plan) planMemory() (*kir.Program, *memReport) {
 			bufOf[k.value] = bufOf[v]
 			continue
 		}
+		if _, ok := bufOf[k.value]; ok {
+			continue // a recurrence's next states or initial state
+		}
 		b := &kir.Buffer{Kind: kir.Temp, DType: p.dtype[k.value], Shape: p.shape[k.value].Clone()}
 		if name, ok := outName[k.value]; ok {
 			b.Kind, b.Name = kir.Output, name
@@ -86,9 +93,17 @@ func (p *plan) planMemory() (*kir.Program, *memReport) {
 			kk.Where = append(kk.Where, kir.Cond{X: remapIx(c.X, bufOf), Bound: c.Bound})
 		}
 		prog.Kernels = append(prog.Kernels, &kk)
+		for _, r := range recs {
+			if r.initK == k.k {
+				r.initK = &kk
+			}
+		}
+	}
+	if err := planLoops(prog, recs); err != nil {
+		return nil, nil, fmt.Errorf("compile: graph %q: %w", p.g.name, err)
 	}
 	rep := assignSlots(prog)
-	return prog, rep
+	return prog, rep, nil
 }
 
 func kernelName(i int, k *kern, p *plan) string {
@@ -138,20 +153,36 @@ func remapIx(x *kir.Ix, bufOf map[int]int) *kir.Ix {
 
 func assignSlots(prog *kir.Program) *memReport {
 	rep := &memReport{}
+	// A view's use is a use of its storage, and a use inside a loop lasts
+	// from the loop's first kernel to its last.
 	first := map[int]int{}
 	last := map[int]int{}
-	for i, k := range prog.Kernels {
-		if _, ok := first[k.Out]; !ok {
-			first[k.Out] = i
+	root := func(b int) int {
+		if v := prog.Buffers[b].View; v != nil {
+			return v.Of
 		}
-		last[k.Out] = max(last[k.Out], i)
+		return b
+	}
+	for i, k := range prog.Kernels {
+		lo, hi := i, i
+		if l := prog.LoopOf(i); l >= 0 {
+			lo, hi = prog.Loops[l].First, prog.Loops[l].End-1
+		}
+		out := root(k.Out)
+		if f, ok := first[out]; !ok || lo < f {
+			first[out] = lo
+		}
+		last[out] = max(last[out], hi)
 		for b := range readSet(k) {
-			last[b] = max(last[b], i)
+			last[root(b)] = max(last[root(b)], hi)
 		}
 	}
 	bytes := func(b *kir.Buffer) int { return b.Size() * b.DType.Size() }
 	var temps []*kir.Buffer
 	for _, b := range prog.Buffers {
+		if b.View != nil {
+			continue // placed in its storage's slot below
+		}
 		if b.Kind == kir.Temp {
 			temps = append(temps, b)
 			continue
@@ -197,6 +228,11 @@ func assignSlots(prog *kir.Program) *memReport {
 		prog.SlotBytes[s.id] = max(prog.SlotBytes[s.id], need)
 		rep.lines = append(rep.lines, fmt.Sprintf("b%d temp %s%v %d bytes, kernels %d..%d: slot %d",
 			b.ID, b.DType, b.Shape, need, start, last[b.ID], s.id))
+	}
+	for _, b := range prog.Buffers {
+		if b.View != nil {
+			b.Slot = prog.Buffers[b.View.Of].Slot
+		}
 	}
 	for _, s := range active {
 		rep.tempBytes += prog.SlotBytes[s.id]

@@ -47,6 +47,11 @@ func simplify(g *graph, st *stats) (*graph, error) {
 		}
 		m[n.id] = r
 	}
+	for _, n := range g.nodes {
+		if n.next != nil && m[n.id] != nil {
+			m[n.id].next = m[n.next.id]
+		}
+	}
 	out := s.out
 	for _, n := range g.inputs {
 		out.inputs = append(out.inputs, m[n.id])
@@ -75,6 +80,9 @@ func liveNodes(g *graph) []bool {
 		live[n.id] = true
 		for _, a := range n.args {
 			mark(a)
+		}
+		if n.next != nil {
+			mark(n.next)
 		}
 	}
 	for _, n := range g.inputs {
@@ -115,6 +123,13 @@ type simplifier struct {
 // rewrite returns the simplified node for n, whose arguments are already
 // simplified.
 func (s *simplifier) rewrite(n *node, args []*node) (*node, error) {
+	if _, ok := n.op.(*tile.RecurrenceOp); ok {
+		// Each recurrence is its own loop: never merged, folded or rewritten.
+		c := &node{op: n.op, args: args, dtype: n.dtype, shape: n.shape, src: n.src}
+		c.args, c.id = args, len(s.out.nodes)
+		s.out.nodes = append(s.out.nodes, c)
+		return c, nil
+	}
 	if r := identity(n, args); r != nil {
 		s.st.identities++
 		return r, nil

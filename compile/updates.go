@@ -73,11 +73,12 @@ func (p *plan) planOutputs() {
 		n := o.n
 		needCopy := false
 		switch n.op.(type) {
-		case *tile.ConstantOp:
+		case *tile.ConstantOp, *tile.RecurrenceOp:
 			needCopy = true
 		case *tile.VariableOp:
 			needCopy = updated[n]
 		}
+		needCopy = needCopy || p.isNext(n)
 		if !needCopy {
 			p.outVal = append(p.outVal, n.id)
 			continue
@@ -169,7 +170,7 @@ func (p *plan) planUpdates() error {
 			continue
 		}
 		ki, ok := producer[u.x.id]
-		if !ok || claimed[u.x.id] {
+		if !ok || claimed[u.x.id] || p.isNext(u.x) {
 			k := p.copyKernel(u.x)
 			k.k.Source = "update " + leafName(u.v) + ": " + k.k.Source
 			p.kerns = append(p.kerns, k)

@@ -37,6 +37,15 @@ func verify(g *tile.Graph) error {
 			return fmt.Errorf("compile: graph %q: variable list holds %v", g.Name(), t)
 		}
 	}
+	for _, t := range g.Nodes() {
+		if r, ok := t.Op().(*tile.RecurrenceOp); ok {
+			if n := r.Next(); n == nil {
+				return fmt.Errorf("compile: graph %q: recurrence %v is never closed (tile.Graph.CloseRecurrence)", g.Name(), t)
+			} else if !member(n) || n == t {
+				return fmt.Errorf("compile: graph %q: recurrence %v is closed with %v, not another node of the graph", g.Name(), t, n)
+			}
+		}
+	}
 	names := map[string]bool{}
 	for _, o := range g.Outputs() {
 		if !member(o.Tensor) {
@@ -270,6 +279,13 @@ func verifyNode(g *tile.Graph, i int, t *tile.Tensor) error {
 		}
 		if args[0].DType() != tile.Int64 || args[0].Rank() != 0 || !t.DType().IsFloat() {
 			return fmt.Errorf("random needs a scalar i64 seed and a float dtype")
+		}
+	case *tile.RecurrenceOp:
+		if err := nargs(1); err != nil {
+			return err
+		}
+		if len(shape) == 0 || shape[0] != op.Steps || !tile.Shape(shape[1:]).Equal(args[0].Shape()) || args[0].DType() != t.DType() {
+			return fmt.Errorf("recurrence of %d steps from %v has shape %v", op.Steps, args[0], shape)
 		}
 	default:
 		return fmt.Errorf("unknown op %T", op)

@@ -327,8 +327,8 @@ func (v validator) expr(e *Expr) error {
 }
 
 // validateViews checks the loops and the views: loops in kernel order,
-// neither empty nor overlapping; views of non-view Temp buffers of the same
-// dtype and slot, inside their storage at every step a kernel reading or
+// neither empty nor overlapping; views that are Temp buffers inside a
+// non-view buffer of the same dtype and slot, moving ones used only in loops, inside their storage at every step a kernel reading or
 // writing them can run at.
 func (p *Program) validateViews() error {
 	end := 0
@@ -365,7 +365,7 @@ func (p *Program) validateViews() error {
 			return fmt.Errorf("kir: program %q: view b%d (%s %s slot %d) must be a temporary in the slot and of the dtype of a buffer that is not a view, not b%d (%s %s slot %d)",
 				p.Name, i, b.Kind, b.DType, b.Slot, v.Of, of.Kind, of.DType, of.Slot)
 		}
-		if v.Stride != 0 && steps[i] == 0 {
+		if v.Stride != 0 {
 			for k, kr := range p.Kernels {
 				if p.LoopOf(k) < 0 && slicesContains(kr.Buffers(), i) {
 					return fmt.Errorf("kir: program %q: kernel %d (%s) outside every loop uses view b%d, which moves with the step", p.Name, k, kr.Name, i)

@@ -374,6 +374,11 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			l = newRandomCrop(c, nil)
 		}
+	case "RandomTranslation":
+		var c randomTranslationConfig
+		if err = dec(&c); err == nil {
+			l = newRandomTranslation(c, nil)
+		}
 	case "ZeroPadding1D", "Cropping1D":
 		var c padCrop1DConfig
 		if err = dec(&c); err == nil {

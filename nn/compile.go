@@ -3,6 +3,7 @@ package nn
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -13,11 +14,36 @@ import (
 
 // compiled is what Compile attaches to a model.
 type compiled struct {
-	opt     Optimizer
+	opt Optimizer
+	// The first output's loss, metrics and per-sample target shape; the
+	// same as heads[0]'s.
 	loss    Loss
 	metrics []Metric
-	target  tile.Shape // per-sample target shape the graphs take
+	target  tile.Shape
+	heads   []*head // one per model output, in output order
+	accs    []accum // the metric accumulators, count and total loss first
 }
+
+// head is what Compile attaches to one model output.
+type head struct {
+	name    string // the output's name: its layer's, as Keras names outputs
+	loss    Loss
+	weight  float64 // the loss's weight in the total (LossWeights)
+	metrics []Metric
+	target  tile.Shape // the per-sample target shape the loss takes
+}
+
+// accum is one metric accumulator: what it totals and the name it is
+// logged under.
+type accum struct {
+	key    string // "count", "loss", "<output>_loss", or a metric's log name
+	head   int    // the output of a per-output loss or a metric; -1 otherwise
+	metric Metric // nil for the count and the losses
+}
+
+// multi reports whether the model has several outputs, whose losses and
+// metrics are logged under their output's name.
+func (c *compiled) multi() bool { return len(c.heads) > 1 }
 
 // CompileOption configures Compile.
 type CompileOption interface{ applyCompile(*compileSettings) }
@@ -27,6 +53,37 @@ type compileSettings struct {
 	names   []string
 	dev     backend.Device
 	seed    *int64
+
+	// Per-output settings: Losses, OutputLoss, LossWeights,
+	// OutputLossWeight, OutputMetrics and OutputWithMetrics.
+	losses        []Loss
+	lossesGiven   bool
+	outLoss       []namedLoss
+	weights       []float64
+	weightsGiven  bool
+	outWeight     []namedWeight
+	outMetrics    []namedMetrics
+	outMetricName []namedMetricNames
+}
+
+type namedLoss struct {
+	output string
+	loss   Loss
+}
+
+type namedWeight struct {
+	output string
+	weight float64
+}
+
+type namedMetrics struct {
+	output  string
+	metrics []Metric
+}
+
+type namedMetricNames struct {
+	output string
+	names  []string
 }
 
 type compileOption func(*compileSettings)
@@ -34,14 +91,68 @@ type compileOption func(*compileSettings)
 func (f compileOption) applyCompile(s *compileSettings) { f(s) }
 
 // Metrics adds metrics by Keras name, such as Metrics("accuracy"); see
-// MetricByName.
+// MetricByName. A model of several outputs computes them for every output.
 func Metrics(names ...string) CompileOption {
 	return compileOption(func(s *compileSettings) { s.names = append(s.names, names...) })
 }
 
 // WithMetrics adds metric values, such as SparseTopKCategoricalAccuracy(3).
+// A model of several outputs computes them for every output.
 func WithMetrics(ms ...Metric) CompileOption {
 	return compileOption(func(s *compileSettings) { s.metrics = append(s.metrics, ms...) })
+}
+
+// Losses gives a model of several outputs one loss per output, in the
+// model's output order, as Keras's list of losses does; Compile's loss
+// argument is then nil. (A loss given to Compile itself applies to every
+// output.)
+func Losses(ls ...Loss) CompileOption {
+	return compileOption(func(s *compileSettings) {
+		s.losses = append(s.losses, ls...)
+		s.lossesGiven = true
+	})
+}
+
+// OutputLoss gives the output called output (the name of the layer that
+// computes it) its loss, as Keras's dictionary of losses does; Compile's
+// loss argument is then nil, and every output needs one.
+func OutputLoss(output string, l Loss) CompileOption {
+	return compileOption(func(s *compileSettings) { s.outLoss = append(s.outLoss, namedLoss{output, l}) })
+}
+
+// LossWeights weights the losses of a model's outputs, in output order, as
+// Keras's loss_weights does: the model minimises and reports as "loss"
+// Σ wₖ·lossₖ (plus the weights' penalties), and logs each weighted term
+// wₖ·lossₖ as "<output>_loss". Each weight is finite and not negative;
+// without them every output weighs 1.
+func LossWeights(w ...float64) CompileOption {
+	return compileOption(func(s *compileSettings) {
+		s.weights = append(s.weights, w...)
+		s.weightsGiven = true
+	})
+}
+
+// OutputLossWeight weights the loss of the output called output, as an
+// entry of Keras's dictionary of loss_weights does; the others weigh 1
+// unless given.
+func OutputLossWeight(output string, w float64) CompileOption {
+	return compileOption(func(s *compileSettings) { s.outWeight = append(s.outWeight, namedWeight{output, w}) })
+}
+
+// OutputMetrics adds metrics by Keras name (see MetricByName) to the output
+// called output only, as Keras's dictionary of metrics does. They are
+// logged as "<output>_<metric>" when the model has several outputs.
+func OutputMetrics(output string, names ...string) CompileOption {
+	return compileOption(func(s *compileSettings) {
+		s.outMetricName = append(s.outMetricName, namedMetricNames{output, slices.Clone(names)})
+	})
+}
+
+// OutputWithMetrics adds metric values to the output called output only.
+func OutputWithMetrics(output string, ms ...Metric) CompileOption {
+	return compileOption(func(s *compileSettings) {
+		s.outMetrics = append(s.outMetrics, namedMetrics{output, slices.Clone(ms)})
+	})
 }
 
 // OnDevice makes the model run on dev.
@@ -55,21 +166,44 @@ func Seed(seed int64) CompileOption {
 	return compileOption(func(s *compileSettings) { s.seed = &seed })
 }
 
+// OutputNames returns the names of the model's outputs, in order: the name
+// of the layer computing each (with _1, _2, … after a name already taken),
+// as Keras names them in compile's dictionaries and in the logs.
+func (m *Model) OutputNames() []string {
+	var out []string
+	used := map[string]bool{}
+	for _, n := range m.outputs {
+		base := n.layer.Name()
+		name := base
+		for k := 1; used[name]; k++ {
+			name = fmt.Sprintf("%s_%d", base, k)
+		}
+		used[name] = true
+		out = append(out, name)
+	}
+	return out
+}
+
+// InputNames returns the names of the model's inputs (their Input layers'),
+// in order.
+func (m *Model) InputNames() []string {
+	out := make([]string, len(m.inputs))
+	for i, n := range m.inputs {
+		out[i] = n.layer.Name()
+	}
+	return out
+}
+
 // Compile prepares the model for training and evaluation with an optimizer,
-// a loss and options (Metrics, WithMetrics, OnDevice, Seed), as Keras's
-// compile does. It starts the optimizer afresh: step 0, zero slots. The
-// weights are kept. Compiling needs a device, from OnDevice or an earlier
-// SetDevice.
+// a loss and options (Metrics, WithMetrics, OnDevice, Seed, and for models
+// of several outputs Losses, OutputLoss, LossWeights, OutputLossWeight,
+// OutputMetrics and OutputWithMetrics), as Keras's compile does. A model
+// of several outputs takes one loss for all of them, a list (Losses) or
+// one per output name (OutputLoss); its total loss is the weighted sum of
+// the outputs' (LossWeights). It starts the optimizer afresh: step 0, zero
+// slots. The weights are kept. Compiling needs a device, from OnDevice or
+// an earlier SetDevice.
 func (m *Model) Compile(opt Optimizer, loss Loss, opts ...CompileOption) error {
-	if opt == nil || loss == nil {
-		return fmt.Errorf("nn: Compile %q: needs an optimizer and a loss", m.name)
-	}
-	if err := opt.base().err; err != nil {
-		return err
-	}
-	if err := loss.err(); err != nil {
-		return err
-	}
 	s := &compileSettings{}
 	for _, o := range opts {
 		if o == nil {
@@ -77,33 +211,16 @@ func (m *Model) Compile(opt Optimizer, loss Loss, opts ...CompileOption) error {
 		}
 		o.applyCompile(s)
 	}
-	metrics := slices.Clone(s.metrics)
-	for _, n := range s.names {
-		mt, err := MetricByName(n)
-		if err != nil {
-			return err
-		}
-		metrics = append(metrics, mt)
+	perOutput := s.lossesGiven || len(s.outLoss) > 0
+	if opt == nil || (loss == nil && !perOutput) {
+		return fmt.Errorf("nn: Compile %q: needs an optimizer and a loss", m.name)
 	}
-	seen := map[string]bool{"loss": true, "count": true}
-	for _, mt := range metrics {
-		if mt == nil {
-			return fmt.Errorf("nn: Compile %q: nil metric", m.name)
-		}
-		if err := mt.err(); err != nil {
-			return err
-		}
-		if seen[mt.Name()] {
-			return fmt.Errorf("nn: Compile %q: metric %q is given twice", m.name, mt.Name())
-		}
-		seen[mt.Name()] = true
-	}
-	if err := m.single("Compile"); err != nil {
+	if err := opt.base().err; err != nil {
 		return err
 	}
-	target, err := loss.targetShape(m.outputs[0].shape)
+	heads, err := m.compileHeads(loss, s)
 	if err != nil {
-		return nestf(err, "Compile %q", m.name)
+		return err
 	}
 	if s.dev != nil {
 		if err := m.SetDevice(s.dev); err != nil {
@@ -119,7 +236,8 @@ func (m *Model) Compile(opt Optimizer, loss Loss, opts ...CompileOption) error {
 	if err := m.dropPrograms(); err != nil {
 		return err
 	}
-	m.comp = &compiled{opt: opt, loss: loss, metrics: metrics, target: target}
+	m.comp = &compiled{opt: opt, loss: heads[0].loss, metrics: heads[0].metrics, target: heads[0].target, heads: heads}
+	m.comp.accs = accumulatorList(m.comp)
 	if s.seed != nil {
 		m.seed = *s.seed
 	}
@@ -138,13 +256,207 @@ func (m *Model) Compile(opt Optimizer, loss Loss, opts ...CompileOption) error {
 	return nil
 }
 
+// compileHeads resolves Compile's losses, loss weights and metrics into
+// one head per output, checking each against its output.
+func (m *Model) compileHeads(loss Loss, s *compileSettings) ([]*head, error) {
+	names := m.OutputNames()
+	outputIndex := func(what, name string) (int, error) {
+		if i := slices.Index(names, name); i >= 0 {
+			return i, nil
+		}
+		return 0, fmt.Errorf("nn: Compile %q: %s: the model has no output %q (its outputs: %s)", m.name, what, name, strings.Join(names, ", "))
+	}
+	heads := make([]*head, len(m.outputs))
+	for i := range heads {
+		heads[i] = &head{name: names[i], weight: 1}
+	}
+
+	// Losses.
+	perOutput := s.lossesGiven || len(s.outLoss) > 0
+	switch {
+	case loss != nil && perOutput:
+		return nil, fmt.Errorf("nn: Compile %q: give one loss to Compile or per-output losses (Losses, OutputLoss), not both", m.name)
+	case s.lossesGiven && len(s.outLoss) > 0:
+		return nil, fmt.Errorf("nn: Compile %q: give Losses or OutputLoss, not both", m.name)
+	case loss != nil:
+		for _, h := range heads {
+			h.loss = loss
+		}
+	case s.lossesGiven:
+		if len(s.losses) != len(heads) {
+			return nil, fmt.Errorf("nn: Compile %q: Losses gives %d losses for the model's %d outputs (%s); give one per output", m.name, len(s.losses), len(heads), strings.Join(names, ", "))
+		}
+		for i, l := range s.losses {
+			if l == nil {
+				return nil, fmt.Errorf("nn: Compile %q: Losses: the loss of output %q is nil", m.name, names[i])
+			}
+			heads[i].loss = l
+		}
+	default:
+		for _, nl := range s.outLoss {
+			i, err := outputIndex("OutputLoss", nl.output)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case nl.loss == nil:
+				return nil, fmt.Errorf("nn: Compile %q: OutputLoss: the loss of output %q is nil", m.name, nl.output)
+			case heads[i].loss != nil:
+				return nil, fmt.Errorf("nn: Compile %q: OutputLoss: output %q is given a loss twice", m.name, nl.output)
+			}
+			heads[i].loss = nl.loss
+		}
+		for _, h := range heads {
+			if h.loss == nil {
+				return nil, fmt.Errorf("nn: Compile %q: output %q has no loss; OutputLoss must give every output one", m.name, h.name)
+			}
+		}
+	}
+	for _, h := range heads {
+		if err := h.loss.err(); err != nil {
+			return nil, err
+		}
+	}
+
+	// Loss weights.
+	checkWeight := func(what, output string, w float64) error {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			return fmt.Errorf("nn: Compile %q: %s: the loss weight %v of output %q must be finite and not negative", m.name, what, w, output)
+		}
+		return nil
+	}
+	if s.weightsGiven {
+		if len(s.outWeight) > 0 {
+			return nil, fmt.Errorf("nn: Compile %q: give LossWeights or OutputLossWeight, not both", m.name)
+		}
+		if len(s.weights) != len(heads) {
+			return nil, fmt.Errorf("nn: Compile %q: LossWeights gives %d weights for the model's %d outputs (%s); give one per output", m.name, len(s.weights), len(heads), strings.Join(names, ", "))
+		}
+		for i, w := range s.weights {
+			if err := checkWeight("LossWeights", names[i], w); err != nil {
+				return nil, err
+			}
+			heads[i].weight = w
+		}
+	}
+	for _, nw := range s.outWeight {
+		i, err := outputIndex("OutputLossWeight", nw.output)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkWeight("OutputLossWeight", nw.output, nw.weight); err != nil {
+			return nil, err
+		}
+		heads[i].weight = nw.weight
+	}
+
+	// Metrics: the common ones for every output, then each output's own.
+	common := slices.Clone(s.metrics)
+	for _, n := range s.names {
+		mt, err := MetricByName(n)
+		if err != nil {
+			return nil, err
+		}
+		common = append(common, mt)
+	}
+	for _, h := range heads {
+		h.metrics = slices.Clone(common)
+	}
+	for _, nm := range s.outMetricName {
+		i, err := outputIndex("OutputMetrics", nm.output)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range nm.names {
+			mt, err := MetricByName(n)
+			if err != nil {
+				return nil, err
+			}
+			heads[i].metrics = append(heads[i].metrics, mt)
+		}
+	}
+	for _, nm := range s.outMetrics {
+		i, err := outputIndex("OutputWithMetrics", nm.output)
+		if err != nil {
+			return nil, err
+		}
+		heads[i].metrics = append(heads[i].metrics, nm.metrics...)
+	}
+	multi := len(heads) > 1
+	seen := map[string]bool{"loss": true, "count": true}
+	if multi {
+		for _, h := range heads {
+			seen[h.name+"_loss"] = true
+		}
+	}
+	for _, h := range heads {
+		own := map[string]bool{}
+		for _, mt := range h.metrics {
+			if mt == nil {
+				return nil, fmt.Errorf("nn: Compile %q: nil metric", m.name)
+			}
+			if err := mt.err(); err != nil {
+				return nil, err
+			}
+			key := mt.Name()
+			if multi {
+				key = h.name + "_" + key
+			}
+			if own[mt.Name()] || seen[key] {
+				if multi {
+					return nil, fmt.Errorf("nn: Compile %q: metric %q of output %q is given twice (logged as %q)", m.name, mt.Name(), h.name, key)
+				}
+				return nil, fmt.Errorf("nn: Compile %q: metric %q is given twice", m.name, mt.Name())
+			}
+			own[mt.Name()] = true
+			seen[key] = true
+		}
+	}
+
+	// Target shapes.
+	for i, h := range heads {
+		target, err := h.loss.targetShape(m.outputs[i].shape)
+		if err != nil {
+			if multi {
+				return nil, nestf(err, "Compile %q: output %q", m.name, h.name)
+			}
+			return nil, nestf(err, "Compile %q", m.name)
+		}
+		h.target = target
+	}
+	return heads, nil
+}
+
+// accumulatorList returns the accumulators of c: the sample count, the
+// total loss, for several outputs each output's weighted loss, then every
+// metric of every output.
+func accumulatorList(c *compiled) []accum {
+	out := []accum{{key: "count", head: -1}, {key: "loss", head: -1}}
+	if c.multi() {
+		for i, h := range c.heads {
+			out = append(out, accum{key: h.name + "_loss", head: i})
+		}
+	}
+	for i, h := range c.heads {
+		for _, mt := range h.metrics {
+			key := mt.Name()
+			if c.multi() {
+				key = h.name + "_" + key
+			}
+			out = append(out, accum{key: key, head: i, metric: mt})
+		}
+	}
+	return out
+}
+
 // accumulators returns the names of the metric accumulator variables of a
-// prefix ("train" or "eval"): the sample count, the loss total, then one
-// total per metric.
+// prefix ("train" or "eval"), in the order of the compiled accumulator
+// list: the sample count, the loss total, then the per-output losses and
+// the metrics.
 func (m *Model) accumulators(prefix string) []string {
-	out := []string{prefix + "/count", prefix + "/loss"}
-	for _, mt := range m.comp.metrics {
-		out = append(out, prefix+"/"+mt.Name())
+	out := make([]string, len(m.comp.accs))
+	for i, a := range m.comp.accs {
+		out[i] = prefix + "/" + a.key
 	}
 	return out
 }
@@ -152,10 +464,8 @@ func (m *Model) accumulators(prefix string) []string {
 // accumulatorShape returns the shape of accumulator i of accumulators: a
 // scalar, or the counts of a confusionMetric.
 func (m *Model) accumulatorShape(i int) tile.Shape {
-	if i >= 2 {
-		if cm, ok := m.comp.metrics[i-2].(*confusionMetric); ok {
-			return cm.countShape()
-		}
+	if cm, ok := m.comp.accs[i].metric.(*confusionMetric); ok {
+		return cm.countShape()
 	}
 	return tile.Shape{}
 }
@@ -175,37 +485,49 @@ func (m *Model) resetAccumulators(prefix string) error {
 // their names with namePrefix before them ("" or "val_").
 func (m *Model) readLogs(prefix, namePrefix string) (Logs, error) {
 	all := m.accumulators(prefix)
-	var names []string
+	var names, keys []string
 	logs := Logs{}
 	for i, n := range all {
-		cm, ok := (*confusionMetric)(nil), false
-		if i >= 2 {
-			cm, ok = m.comp.metrics[i-2].(*confusionMetric)
-		}
+		a := m.comp.accs[i]
+		cm, ok := a.metric.(*confusionMetric)
 		if !ok {
 			names = append(names, n)
+			keys = append(keys, a.key)
 			continue
 		}
 		v, err := m.st.f32(n)
 		if err != nil {
 			return nil, err
 		}
-		logs[namePrefix+cm.Name()] = cm.result(v)
+		logs[namePrefix+a.key] = cm.result(v)
 	}
 	vals, err := m.st.readScalars(names)
 	if err != nil {
 		return nil, err
 	}
 	count := vals[0]
-	for i, n := range names[1:] {
-		key := namePrefix + n[len(prefix)+1:]
+	for i, key := range keys[1:] {
 		if count > 0 {
-			logs[key] = vals[i+1] / count
+			logs[namePrefix+key] = vals[i+1] / count
 		} else {
-			logs[key] = 0
+			logs[namePrefix+key] = 0
 		}
 	}
 	return logs, nil
+}
+
+// inputName, targetName and predName name the graph inputs and outputs
+// of model input, target and output k: x, y and pred for the first, as a
+// model of one input and one output has them, then x1, y1, pred1, ….
+func inputName(k int) string  { return indexedName("x", k) }
+func targetName(k int) string { return indexedName("y", k) }
+func predName(k int) string   { return indexedName("pred", k) }
+
+func indexedName(base string, k int) string {
+	if k == 0 {
+		return base
+	}
+	return fmt.Sprintf("%s%d", base, k)
 }
 
 // buildGraph builds the graph of an executable: a training step, an
@@ -218,7 +540,10 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 	g := tile.NewGraph(fmt.Sprintf("%s_%s_b%d", m.name, strings.ReplaceAll(key.kind.String(), " ", "_"), b))
 	c := &callContext{g: g, training: key.kind == trainProg || key.kind == weightedTrainProg, vars: map[*Weight]*tile.Tensor{}, logits: map[*tile.Tensor]*logits{}}
 	m.declareWeights(c)
-	x := g.Input("x", tile.Float32, batchShape(b, m.inputs[0].shape))
+	xs := make([]*tile.Tensor, len(m.inputs))
+	for k, in := range m.inputs {
+		xs[k] = g.Input(inputName(k), tile.Float32, batchShape(b, in.shape))
+	}
 	var iter *tile.Tensor
 	if c.training {
 		iter = g.Variable(iterationsVar, tile.Int64, tile.Shape{})
@@ -226,24 +551,52 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 		// The dropout key: the seed in the low 32 bits, the step above.
 		c.seed = g.Add(seed, g.Mul(iter, g.Scalar(1<<32, tile.Int64)))
 	}
-	outs, err := m.forward(c, []*tile.Tensor{x})
+	outs, err := m.forward(c, xs)
 	if err != nil {
 		return nil, err
 	}
-	pred := outs[0]
 	if key.kind == predictProg {
-		g.SetOutput("pred", pred)
+		for k, pred := range outs {
+			g.SetOutput(predName(k), pred)
+		}
 		return g, g.Err()
 	}
-	y := g.Input("y", tile.Float32, batchShape(b, m.comp.target))
-	var loss *tile.Tensor
-	if key.kind == weightedTrainProg {
-		loss = weightedLoss(g, m.comp.loss, y, pred, c.logits[pred], b)
-	} else {
-		loss = m.comp.loss.value(g, y, pred, c.logits[pred])
+	heads := m.comp.heads
+	multi := m.comp.multi()
+	ys := make([]*tile.Tensor, len(heads))
+	for k, h := range heads {
+		ys[k] = g.Input(targetName(k), tile.Float32, batchShape(b, h.target))
 	}
-	if err := g.Err(); err != nil {
-		return nil, nestf(err, "loss %s", m.comp.loss.Name())
+	var sw *tile.Tensor
+	if key.kind == weightedTrainProg {
+		sw = g.Input("w", tile.Float32, tile.Shape{b})
+	}
+	// Each output's loss, weighted by its loss weight, and their sum.
+	var loss *tile.Tensor
+	headLoss := make([]*tile.Tensor, len(heads))
+	for k, h := range heads {
+		pred := outs[k]
+		var l *tile.Tensor
+		if sw != nil {
+			l = weightedLoss(g, h.loss, ys[k], pred, c.logits[pred], sw, b)
+		} else {
+			l = h.loss.value(g, ys[k], pred, c.logits[pred])
+		}
+		if err := g.Err(); err != nil {
+			if multi {
+				return nil, nestf(err, "loss %s of output %q", h.loss.Name(), h.name)
+			}
+			return nil, nestf(err, "loss %s", h.loss.Name())
+		}
+		if h.weight != 1 {
+			l = g.Mul(l, g.ScalarLike(l, h.weight))
+		}
+		headLoss[k] = l
+		if loss == nil {
+			loss = l
+		} else {
+			loss = g.Add(loss, l)
+		}
 	}
 	// Keras adds the weights' penalties to the loss it minimises and
 	// reports, in training and evaluation alike.
@@ -273,21 +626,36 @@ func (m *Model) buildGraph(key progKey) (*tile.Graph, error) {
 			g.Update(c.v(u.w), u.value)
 		}
 	}
-	// Metric accumulators: count, loss × count, and per-metric totals.
+	// Metric accumulators: count, loss × count, each output's loss ×
+	// count, and per-metric totals.
 	n := g.Scalar(float64(b), tile.Float32)
 	accs := m.accumulators(prefix)
-	totals := []*tile.Tensor{n, g.Mul(loss, n)}
-	for _, mt := range m.comp.metrics {
-		var v *tile.Tensor
-		if cm, ok := mt.(*confusionMetric); ok {
-			v = cm.counts(g, y, pred)
-		} else {
-			v = sumAll(g, mt.perSample(g, m.comp.loss, y, pred))
+	totals := make([]*tile.Tensor, len(accs))
+	for i, a := range m.comp.accs {
+		switch {
+		case a.key == "count" && a.head < 0:
+			totals[i] = n
+		case a.key == "loss" && a.head < 0:
+			totals[i] = g.Mul(loss, n)
+		case a.metric == nil:
+			totals[i] = g.Mul(headLoss[a.head], n)
+		default:
+			h := heads[a.head]
+			y, pred := ys[a.head], outs[a.head]
+			var v *tile.Tensor
+			if cm, ok := a.metric.(*confusionMetric); ok {
+				v = cm.counts(g, y, pred)
+			} else {
+				v = sumAll(g, a.metric.perSample(g, h.loss, y, pred))
+			}
+			if err := g.Err(); err != nil {
+				if multi {
+					return nil, nestf(err, "metric %s of output %q", a.metric.Name(), h.name)
+				}
+				return nil, nestf(err, "metric %s", a.metric.Name())
+			}
+			totals[i] = v
 		}
-		if err := g.Err(); err != nil {
-			return nil, nestf(err, "metric %s", mt.Name())
-		}
-		totals = append(totals, v)
 	}
 	for i, name := range accs {
 		acc := g.Variable(name, tile.Float32, m.accumulatorShape(i))

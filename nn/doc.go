@@ -14,7 +14,11 @@
 //   - Compiling. Compile attaches an Optimizer (SGD, Adam, AdamW, RMSprop,
 //     Adagrad, Nadam, Adamax, Lion, optionally with a learning-rate Schedule
 //     and gradient clipping), a Loss and Metrics, and
-//     chooses the Device with OnDevice. A device comes from device.Select
+//     chooses the Device with OnDevice. A model of several outputs takes one
+//     loss for all of them, one per output (Losses, or OutputLoss by the
+//     output's name, its layer's), LossWeights (the total loss is
+//     Σ wₖ·lossₖ), and metrics for all outputs (Metrics) or for one
+//     (OutputMetrics). A device comes from device.Select
 //     (its argument, such as a --device flag's value, then $TARTAN_DEVICE,
 //     then the device `tartan setup` saved, then the best one available),
 //     from device.Open for a known id, or from a backend's constructor such
@@ -34,10 +38,17 @@
 //     accumulators only for the progress bar, a few times a second, and at
 //     the end of every epoch. Training and inference are separate graphs, so
 //     Dropout, BatchNormalization and the random augmentation layers
-//     (RandomFlip, RandomContrast, RandomCrop, which draw from the same seed)
+//     (RandomFlip, RandomContrast, RandomCrop, RandomTranslation, which
+//     draw from the same seed)
 //     behave as Keras's do in each mode. TrainOnBatch, TestOnBatch and
 //     PredictOnBatch run one such step on a batch given as Arrays, as
-//     Keras's *_on_batch methods do.
+//     Keras's *_on_batch methods do. Data comes as Samples (FromArrays,
+//     FromDataset) for a model of one input and one output, or as
+//     MultiSamples (FromArrayLists: one array per input and per output) for
+//     any model; PredictMulti and the *OnBatchMulti methods return or take
+//     one Array per output. A model of several outputs logs its total loss
+//     as "loss", each output's weighted loss as "<output>_loss" and its
+//     metrics as "<output>_<metric>", as Keras does.
 //   - Saving. GetWeights and SetWeights exchange every weight's value in
 //     Keras's order; SaveWeights and LoadWeights exchange weights as
 //     safetensors files; Save and Load keep a whole model (its architecture as JSON in the

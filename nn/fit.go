@@ -9,8 +9,6 @@ import (
 	"os"
 	"slices"
 	"time"
-
-	"github.com/tartanml/tartan/tile"
 )
 
 // FitOption configures Fit, Evaluate or Predict. Evaluate and Predict accept
@@ -23,7 +21,7 @@ type fitSettings struct {
 	epochs       int
 	shuffle      bool
 	valSplit     float64
-	valData      Samples
+	valData      Data
 	initialEpoch int
 	callbacks    []Callback
 	verbose      int
@@ -69,8 +67,9 @@ func ValidationSplit(frac float64) FitOption {
 	return fitOption{"validation_split", func(s *fitSettings) { s.valSplit = frac }}
 }
 
-// ValidationData evaluates the model on v after every epoch.
-func ValidationData(v Samples) FitOption {
+// ValidationData evaluates the model on v, Samples or MultiSamples, after
+// every epoch.
+func ValidationData(v Data) FitOption {
 	return fitOption{"validation_data", func(s *fitSettings) { s.valData = v }}
 }
 
@@ -160,19 +159,25 @@ func newFitSettings(what string, allowed []string, opts []FitOption) (*fitSettin
 	return s, nil
 }
 
-// Fit trains the model on train for a number of epochs, as Keras's fit does,
+// Fit trains the model on data for a number of epochs, as Keras's fit does,
 // and returns the History of the epochs run. See the FitOption constructors
-// for the options and their defaults.
+// for the options and their defaults. data is Samples for a model of one
+// input and one output, or MultiSamples (such as FromArrayLists's) for any
+// model: one input per model input, one target per output. A model of
+// several outputs logs its total loss as "loss", each output's weighted
+// loss as "<output>_loss" and its metrics as "<output>_<metric>" (with
+// "val_" before them for the validation data), as Keras does.
 //
-// Before anything runs, the data is checked against the model: the input
-// shape, the target shape the loss needs, and, for class labels, that every
-// label is a whole number within the model's classes. A failure returns an
-// error and changes nothing. A target shape that does not suit the loss
-// gets a hint when the cause looks plain: one-hot targets given to
+// Before anything runs, the data is checked against the model: the number
+// and shapes of the inputs, those of the targets the losses need, and, for
+// class labels, that every label is a whole number within the output's
+// classes. A failure returns an error and changes nothing. For a model of
+// one output, a target shape that does not suit the loss gets a hint when
+// the cause looks plain: one-hot targets given to
 // SparseCategoricalCrossentropy, class indices to CategoricalCrossentropy,
 // or a Dense layer applied to samples of several axes without a Flatten
 // before it.
-func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
+func (m *Model) Fit(data Data, opts ...FitOption) (*History, error) {
 	s, err := newFitSettings("Fit", nil, opts)
 	if err != nil {
 		return nil, err
@@ -193,27 +198,28 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	case s.valSplit < 0 || s.valSplit >= 1 || math.IsNaN(s.valSplit):
 		return nil, fmt.Errorf("nn: Fit: validation split %v must lie in [0, 1)", s.valSplit)
 	}
-	if err := m.checkSamples("training", train, true); err != nil {
+	train, err := m.samplesFor("training", data, true)
+	if err != nil {
 		return nil, err
 	}
 	sw, err := m.fitWeights(train, s)
 	if err != nil {
 		return nil, err
 	}
-	val := s.valData
+	var val MultiSamples
+	if s.valData != nil {
+		if val, err = m.samplesFor("validation", s.valData, true); err != nil {
+			return nil, err
+		}
+	}
 	if s.valSplit > 0 {
 		n := train.Len()
 		at := int(math.Floor(float64(n) * (1 - s.valSplit)))
 		if at <= 0 || at >= n {
 			return nil, fmt.Errorf("nn: Fit: validation split %v of %d samples leaves %d for training and %d for validation; both need at least one", s.valSplit, n, at, n-at)
 		}
-		val = &window{s: train, lo: at, hi: n}
-		train = &window{s: train, lo: 0, hi: at}
-	}
-	if val != nil {
-		if err := m.checkSamples("validation", val, true); err != nil {
-			return nil, err
-		}
+		val = &multiWindow{s: train, lo: at, hi: n}
+		train = &multiWindow{s: train, lo: 0, hi: at}
 	}
 	for i, cb := range s.callbacks {
 		if cb == nil {
@@ -238,9 +244,8 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	// there are, not from the batch size asked for.
 	n := train.Len()
 	bs := min(s.batch, n)
-	in := tile.Shape(m.inputs[0].shape).Size()
-	tgt := m.comp.target.Size()
-	if err := checkBatchBuffers("Fit", bs, 2, in, tgt); err != nil {
+	ins, tgts := m.inputSizes(), m.targetSizes()
+	if err := checkBatchBuffers("Fit", bs, 2, sum(ins), sum(tgts)); err != nil {
 		return nil, err
 	}
 
@@ -267,7 +272,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 	}
 	bufs := make([]*batch, 2)
 	for i := range bufs {
-		bufs[i] = &batch{x: make([]float32, bs*in), y: make([]float32, bs*tgt)}
+		bufs[i] = newBatch(bs, ins, tgts)
 	}
 	var pf *prefetcher
 	defer func() {
@@ -296,7 +301,7 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 		watch := bar.live || hasProgressCallback(cbs)
 		times := &m.st.times
 		times.on = debugTiming()
-		pf = startPrefetch(train, order, bs, in, tgt, bufs)
+		pf = startPrefetch(train, order, bs, ins, tgts, bufs)
 		for step := 0; step < steps; step++ {
 			t := time.Now()
 			b := pf.next()
@@ -310,7 +315,8 @@ func (m *Model) Fit(train Samples, opts ...FitOption) (*History, error) {
 			if err != nil {
 				return hist, err
 			}
-			inputs := map[string]any{"x": b.x[:nb*in], "y": b.y[:nb*tgt]}
+			inputs := map[string]any{}
+			b.bind(inputs, nb, ins, tgts)
 			if sw != nil {
 				inputs["w"] = sw.batch(order[step*bs : step*bs+nb])
 			}
@@ -442,64 +448,113 @@ func epochOrder(n int, seed int64, epoch int, shuffle bool) []int {
 	return r.Perm(n)
 }
 
-// checkSamples checks that samples suit the model: their input shape, and
-// when targets are wanted, their target shape and, for class labels, their
-// values.
-func (m *Model) checkSamples(what string, s Samples, targets bool) error {
+// samplesFor returns d as MultiSamples checked against the model (see
+// checkSamples).
+func (m *Model) samplesFor(what string, d Data, targets bool) (MultiSamples, error) {
+	s, err := asMulti(what, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkSamples(what, s, targets); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkSamples checks that samples suit the model: their inputs' number and
+// shapes, and when targets are wanted, their targets' number and shapes
+// and, for class labels, their values.
+func (m *Model) checkSamples(what string, s MultiSamples, targets bool) error {
 	if s == nil {
 		return fmt.Errorf("nn: no %s samples", what)
 	}
 	if s.Len() < 1 {
 		return fmt.Errorf("nn: the %s samples are empty", what)
 	}
-	if got, want := s.InputShape(), m.inputs[0].shape; !want.Equal(got) {
-		return fmt.Errorf("nn: %s samples have inputs of shape %s, but model %q takes %s (layer %s)", what, fmtDims(got), m.name, fmtDims(want), m.inputs[0].layer.Name())
+	shapes := s.InputShapes()
+	if len(shapes) != len(m.inputs) {
+		hint := ""
+		if len(m.inputs) > 1 {
+			hint = "; give one array per input, in this order (FromArrayLists)"
+		}
+		return fmt.Errorf("nn: %s samples have %s, but model %q takes %s%s", what, countNoun(len(shapes), "input"), m.name, m.inputList(), hint)
+	}
+	for k, got := range shapes {
+		in := m.inputs[k]
+		if want := in.shape; !want.Equal(got) {
+			if len(m.inputs) == 1 {
+				return fmt.Errorf("nn: %s samples have inputs of shape %s, but model %q takes %s (layer %s)", what, fmtDims(got), m.name, fmtDims(want), in.layer.Name())
+			}
+			return fmt.Errorf("nn: %s samples have input %d of shape %s, but model %q's input %d, %q, takes %s", what, k, fmtDims(got), m.name, k, in.layer.Name(), fmtDims(want))
+		}
 	}
 	if !targets {
 		return nil
 	}
-	ts := s.TargetShape()
-	if ts == nil {
+	tss := s.TargetShapes()
+	if tss == nil {
 		return fmt.Errorf("nn: the %s samples have no targets", what)
 	}
-	if err := checkTargetShape(m.comp.loss, m.comp.target, ts); err != nil {
-		if hint := m.targetHint(s, ts); hint != "" {
-			err = textError{err.Error() + hint, err}
-		}
-		return nestf(err, "%s samples", what)
+	heads := m.comp.heads
+	multi := m.comp.multi()
+	if len(tss) != len(heads) {
+		return fmt.Errorf("nn: %s samples have %s, but model %q has %s (%s), each needing one", what, countNoun(len(tss), "target"), m.name, countNoun(len(heads), "output"), quotedList(m.OutputNames()))
 	}
-	classes := m.comp.loss.classes(m.outputs[0].shape)
-	if classes == 0 {
-		return nil
+	for k, h := range heads {
+		ts := tss[k]
+		if ts == nil {
+			return fmt.Errorf("nn: the %s samples have no targets for output %q", what, h.name)
+		}
+		if err := checkTargetShape(h.loss, h.target, ts); err != nil {
+			if multi {
+				return nestf(err, "%s samples, output %q", what, h.name)
+			}
+			if hint := m.targetHint(multiAsSingle{s}, ts); hint != "" {
+				err = textError{err.Error() + hint, err}
+			}
+			return nestf(err, "%s samples", what)
+		}
 	}
-	// Class labels: read them all (targets only) and check each.
-	per := m.comp.target.Size()
-	const chunk = 4096
-	idx := make([]int, 0, chunk)
-	y := make([]float32, chunk*per)
-	for lo := 0; lo < s.Len(); lo += chunk {
-		idx = idx[:0]
-		for i := lo; i < min(lo+chunk, s.Len()); i++ {
-			idx = append(idx, i)
+	for k, h := range heads {
+		classes := h.loss.classes(m.outputs[k].shape)
+		if classes == 0 {
+			continue
 		}
-		if err := s.Read(idx, nil, y[:len(idx)*per]); err != nil {
-			return nestf(err, "reading %s labels", what)
-		}
-		for k, v := range y[:len(idx)*per] {
-			if v != float32(math.Trunc(float64(v))) || v < 0 || int(v) >= classes {
-				return fmt.Errorf("nn: %s sample %d has label %v, but model %q has %d classes (labels must be whole numbers 0 to %d for %s)",
-					what, lo+k/per, v, m.name, classes, classes-1, m.comp.loss.Name())
+		// Class labels: read them all (targets only) and check each.
+		per := h.target.Size()
+		const chunk = 4096
+		idx := make([]int, 0, chunk)
+		y := make([]float32, chunk*per)
+		ys := make([][]float32, len(heads))
+		for lo := 0; lo < s.Len(); lo += chunk {
+			idx = idx[:0]
+			for i := lo; i < min(lo+chunk, s.Len()); i++ {
+				idx = append(idx, i)
+			}
+			ys[k] = y[:len(idx)*per]
+			if err := s.ReadMulti(idx, nil, ys); err != nil {
+				return nestf(err, "reading %s labels", what)
+			}
+			for j, v := range y[:len(idx)*per] {
+				if v != float32(math.Trunc(float64(v))) || v < 0 || int(v) >= classes {
+					if multi {
+						return fmt.Errorf("nn: %s sample %d has label %v for output %q, which has %d classes (labels must be whole numbers 0 to %d for %s)",
+							what, lo+j/per, v, h.name, classes, classes-1, h.loss.Name())
+					}
+					return fmt.Errorf("nn: %s sample %d has label %v, but model %q has %d classes (labels must be whole numbers 0 to %d for %s)",
+						what, lo+j/per, v, m.name, classes, classes-1, h.loss.Name())
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// Evaluate returns the loss and metrics of the model over samples s, as
-// Keras's evaluate does, in inference mode (no dropout, batch normalisation
-// with its moving statistics). It accepts BatchSize (32 by default), Verbose
-// and Progress.
-func (m *Model) Evaluate(s Samples, opts ...FitOption) (Logs, error) {
+// Evaluate returns the loss and metrics of the model over the samples d
+// (Samples or MultiSamples, as Fit takes them), as Keras's evaluate does, in
+// inference mode (no dropout, batch normalisation with its moving
+// statistics). It accepts BatchSize (32 by default), Verbose and Progress.
+func (m *Model) Evaluate(d Data, opts ...FitOption) (Logs, error) {
 	set, err := newFitSettings("Evaluate", []string{"batch_size", "verbose", "progress"}, opts)
 	if err != nil {
 		return nil, err
@@ -507,7 +562,8 @@ func (m *Model) Evaluate(s Samples, opts ...FitOption) (Logs, error) {
 	if m.comp == nil {
 		return nil, fmt.Errorf("nn: Evaluate %q: %w", m.name, errNotCompiled)
 	}
-	if err := m.checkSamples("evaluation", s, true); err != nil {
+	s, err := m.samplesFor("evaluation", d, true)
+	if err != nil {
 		return nil, err
 	}
 	set.batch = min(set.batch, s.Len())
@@ -529,19 +585,17 @@ func (m *Model) Evaluate(s Samples, opts ...FitOption) (Logs, error) {
 
 // evaluate runs the evaluation executables over s and returns the means,
 // named with namePrefix. bar, when not nil, shows the progress.
-func (m *Model) evaluate(s Samples, batch int, namePrefix string, bar *progressBar) (Logs, error) {
+func (m *Model) evaluate(s MultiSamples, batch int, namePrefix string, bar *progressBar) (Logs, error) {
 	if err := m.resetAccumulators("eval"); err != nil {
 		return nil, err
 	}
 	n := s.Len()
 	batch = min(batch, n)
-	in := tile.Shape(m.inputs[0].shape).Size()
-	tgt := m.comp.target.Size()
-	if err := checkBatchBuffers("evaluate", batch, 1, in, tgt); err != nil {
+	ins, tgts := m.inputSizes(), m.targetSizes()
+	if err := checkBatchBuffers("evaluate", batch, 1, sum(ins), sum(tgts)); err != nil {
 		return nil, err
 	}
-	x := make([]float32, batch*in)
-	y := make([]float32, batch*tgt)
+	buf := newBatch(batch, ins, tgts)
 	idx := make([]int, 0, batch)
 	steps := (n + batch - 1) / batch
 	for step := 0; step < steps; step++ {
@@ -550,14 +604,17 @@ func (m *Model) evaluate(s Samples, batch int, namePrefix string, bar *progressB
 			idx = append(idx, i)
 		}
 		nb := len(idx)
-		if err := s.Read(idx, x[:nb*in], y[:nb*tgt]); err != nil {
+		xs, ys := buf.view(nb, ins, tgts)
+		if err := s.ReadMulti(idx, xs, ys); err != nil {
 			return nil, nestf(err, "reading evaluation batch %d", step)
 		}
 		p, err := m.program(progKey{evalProg, nb})
 		if err != nil {
 			return nil, err
 		}
-		if err := m.st.run(p, map[string]any{"x": x[:nb*in], "y": y[:nb*tgt]}); err != nil {
+		inputs := map[string]any{}
+		buf.bind(inputs, nb, ins, tgts)
+		if err := m.st.run(p, inputs); err != nil {
 			return nil, nestf(err, "evaluating batch %d", step+1)
 		}
 		if bar != nil && bar.live && step+1 < steps && bar.due() {
@@ -571,30 +628,48 @@ func (m *Model) evaluate(s Samples, batch int, namePrefix string, bar *progressB
 	return m.readLogs("eval", namePrefix)
 }
 
-// Predict returns the model's outputs for samples s, in inference mode, as
-// an Array of shape (samples, output…). It accepts BatchSize (32 by
-// default), Verbose and Progress. A model that is not compiled can predict
-// once it has a device (SetDevice).
-func (m *Model) Predict(s Samples, opts ...FitOption) (*Array, error) {
-	set, err := newFitSettings("Predict", []string{"batch_size", "verbose", "progress"}, opts)
+// Predict returns the model's outputs for the samples d (Samples, or
+// MultiSamples for a model of several inputs), in inference mode, as an
+// Array of shape (samples, output…). It accepts BatchSize (32 by default),
+// Verbose and Progress. A model of several outputs predicts with
+// PredictMulti. A model that is not compiled can predict once it has a
+// device (SetDevice).
+func (m *Model) Predict(d Data, opts ...FitOption) (*Array, error) {
+	if len(m.outputs) != 1 {
+		return nil, fmt.Errorf("nn: Predict: model %q has %d outputs (%s); use PredictMulti, which returns one Array per output", m.name, len(m.outputs), quotedList(m.OutputNames()))
+	}
+	out, err := m.predict("Predict", d, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.single("Predict"); err != nil {
+	return out[0], nil
+}
+
+// PredictMulti returns the model's outputs for the samples d, one Array of
+// shape (samples, output…) per model output, in output order, as Keras's
+// predict does for a model of several outputs. It takes what Predict
+// takes.
+func (m *Model) PredictMulti(d Data, opts ...FitOption) ([]*Array, error) {
+	return m.predict("PredictMulti", d, opts)
+}
+
+// predict is Predict and PredictMulti.
+func (m *Model) predict(what string, d Data, opts []FitOption) ([]*Array, error) {
+	set, err := newFitSettings(what, []string{"batch_size", "verbose", "progress"}, opts)
+	if err != nil {
 		return nil, err
 	}
-	if err := m.checkSamples("prediction", s, false); err != nil {
+	s, err := m.samplesFor("prediction", d, false)
+	if err != nil {
 		return nil, err
 	}
 	n := s.Len()
 	set.batch = min(set.batch, n)
-	in := tile.Shape(m.inputs[0].shape).Size()
-	outShape := m.outputs[0].shape
-	per := outShape.Size()
-	if err := checkBatchBuffers("Predict", set.batch, 1, in, 0); err != nil {
+	ins, pers := m.inputSizes(), m.outputSizes()
+	if err := checkBatchBuffers(what, set.batch, 1, sum(ins), 0); err != nil {
 		return nil, err
 	}
-	if err := checkBatchBuffers("Predict", n, 1, per, 0); err != nil {
+	if err := checkBatchBuffers(what, n, 1, sum(pers), 0); err != nil {
 		return nil, fmt.Errorf("%w (for the predictions of all %d samples)", err, n)
 	}
 	var keys []progKey
@@ -604,8 +679,11 @@ func (m *Model) Predict(s Samples, opts ...FitOption) (*Array, error) {
 	if err := m.prepare(set.out, set.verbose, set.now, keys...); err != nil {
 		return nil, err
 	}
-	res := &Array{Shape: append([]int{n}, outShape...), Data: make([]float32, n*per)}
-	x := make([]float32, set.batch*in)
+	res := make([]*Array, len(m.outputs))
+	for k, o := range m.outputs {
+		res[k] = &Array{Shape: append([]int{n}, o.shape...), Data: make([]float32, n*pers[k])}
+	}
+	buf := newBatch(set.batch, ins, nil)
 	idx := make([]int, 0, set.batch)
 	steps := (n + set.batch - 1) / set.batch
 	bar := newProgressBar(set.out, set.verbose, steps, set.now)
@@ -615,19 +693,24 @@ func (m *Model) Predict(s Samples, opts ...FitOption) (*Array, error) {
 			idx = append(idx, i)
 		}
 		nb := len(idx)
-		if err := s.Read(idx, x[:nb*in], nil); err != nil {
-			return nil, nestf(err, "Predict: reading batch %d", step)
+		xs, _ := buf.view(nb, ins, nil)
+		if err := s.ReadMulti(idx, xs, nil); err != nil {
+			return nil, nestf(err, "%s: reading batch %d", what, step)
 		}
 		p, err := m.program(progKey{predictProg, nb})
 		if err != nil {
 			return nil, err
 		}
-		if err := m.st.run(p, map[string]any{"x": x[:nb*in]}); err != nil {
-			return nil, nestf(err, "Predict: batch %d", step+1)
+		inputs := map[string]any{}
+		buf.bind(inputs, nb, ins, nil)
+		if err := m.st.run(p, inputs); err != nil {
+			return nil, nestf(err, "%s: batch %d", what, step+1)
 		}
-		lo := step * set.batch * per
-		if err := p.exe.ReadOutput("pred", res.Data[lo:lo+nb*per]); err != nil {
-			return nil, nestf(err, "Predict: reading the outputs of batch %d", step+1)
+		for k, per := range pers {
+			lo := step * set.batch * per
+			if err := p.exe.ReadOutput(predName(k), res[k].Data[lo:lo+nb*per]); err != nil {
+				return nil, nestf(err, "%s: reading the outputs of batch %d", what, step+1)
+			}
 		}
 		if bar.live && bar.due() && step+1 < steps {
 			bar.update(step+1, nil)

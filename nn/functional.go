@@ -193,8 +193,9 @@ func fmtShapes(ss []tile.Shape) string {
 
 // Functional returns a model computing the output nodes from the input
 // nodes, as keras.Model(inputs, outputs) does. Every node the outputs depend
-// on must come from the given inputs. Training with Fit needs one input and
-// one output; Predict and Summary take any number.
+// on must come from the given inputs. Any number of inputs and outputs
+// train and run: Fit, Evaluate and PredictMulti take MultiSamples (see
+// FromArrayLists), and Compile a loss per output (see Losses).
 func Functional(name string, inputs, outputs []*Node) (*Model, error) {
 	return initialized(assemble(name, "Functional", inputs, outputs))
 }

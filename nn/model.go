@@ -374,12 +374,3 @@ func (m *Model) declareWeights(c *callContext) {
 		c.vars[w] = c.g.Variable(w.Name(), tile.Float32, w.shape)
 	}
 }
-
-// single checks that the model has one input and one output, as Fit,
-// Evaluate and Predict need.
-func (m *Model) single(what string) error {
-	if len(m.inputs) != 1 || len(m.outputs) != 1 {
-		return fmt.Errorf("nn: %s: model %q has %d inputs and %d outputs; only models of one input and one output can be run", what, m.name, len(m.inputs), len(m.outputs))
-	}
-	return nil
-}

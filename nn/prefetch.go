@@ -15,16 +15,56 @@ type prefetcher struct {
 	once  sync.Once
 }
 
-// batch is one step's inputs and targets: the first n samples of x and y.
+// batch is one step's inputs and targets: the first n samples of each of
+// xs (one buffer per model input) and ys (one per target).
 type batch struct {
-	x, y []float32
-	n    int
-	err  error
+	xs, ys [][]float32
+	n      int
+	err    error
+}
+
+// newBatch returns a batch of buffers for bs samples of ins values per
+// input and tgts values per target.
+func newBatch(bs int, ins, tgts []int) *batch {
+	b := &batch{xs: make([][]float32, len(ins)), ys: make([][]float32, len(tgts))}
+	for k, n := range ins {
+		b.xs[k] = make([]float32, bs*n)
+	}
+	for k, n := range tgts {
+		b.ys[k] = make([]float32, bs*n)
+	}
+	return b
+}
+
+// bind adds the first n samples of the batch's buffers to a step's inputs
+// under their graph names (inputName, targetName).
+func (b *batch) bind(inputs map[string]any, n int, ins, tgts []int) {
+	for k, x := range b.xs {
+		inputs[inputName(k)] = x[:n*ins[k]]
+	}
+	for k, y := range b.ys {
+		inputs[targetName(k)] = y[:n*tgts[k]]
+	}
+}
+
+// view returns the first n samples of each buffer, as ReadMulti fills
+// them.
+func (b *batch) view(n int, ins, tgts []int) (xs, ys [][]float32) {
+	xs = make([][]float32, len(b.xs))
+	for k, x := range b.xs {
+		xs[k] = x[:n*ins[k]]
+	}
+	ys = make([][]float32, len(b.ys))
+	for k, y := range b.ys {
+		ys[k] = y[:n*tgts[k]]
+	}
+	return xs, ys
 }
 
 // startPrefetch starts reading the batches of size bs taken in order from
-// s into bufs, whose x and y hold bs samples of in and tgt values.
-func startPrefetch(s Samples, order []int, bs, in, tgt int, bufs []*batch) *prefetcher {
+// s into bufs, whose buffers hold bs samples of ins values per input and
+// tgts values per target.
+func startPrefetch(s MultiSamples, order []int, bs int, ins, tgts []int, bufs []*batch) *prefetcher {
 	p := &prefetcher{ready: make(chan *batch, len(bufs)), free: make(chan *batch, len(bufs)),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	for _, b := range bufs {
@@ -41,7 +81,8 @@ func startPrefetch(s Samples, order []int, bs, in, tgt int, bufs []*batch) *pref
 			}
 			idx := order[lo:min(lo+bs, len(order))]
 			b.n = len(idx)
-			b.err = s.Read(idx, b.x[:b.n*in], b.y[:b.n*tgt])
+			xs, ys := b.view(b.n, ins, tgts)
+			b.err = s.ReadMulti(idx, xs, ys)
 			select {
 			case p.ready <- b:
 			case <-p.quit:

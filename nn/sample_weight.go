@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/tartanml/tartan/op"
 	"github.com/tartanml/tartan/tile"
@@ -15,7 +16,9 @@ import (
 // loss is the sum of weighted sample losses over the batch size (Keras's
 // sum_over_batch_size), so that weights of 1 change nothing. There must be
 // one weight per training sample (before any ValidationSplit), each finite
-// and not negative. Metrics and the validation loss are not weighted.
+// and not negative. A model of several outputs weights every output's loss
+// by the same sample weights, as Keras does. Metrics and the validation
+// loss are not weighted.
 func SampleWeight(w []float64) FitOption {
 	return fitOption{"sample_weight", func(s *fitSettings) { s.sampleWeight = slices.Clone(w) }}
 }
@@ -25,7 +28,7 @@ func SampleWeight(w []float64) FitOption {
 // SparseCategoricalCrossentropy, the arg-max of a one-hot target, or the
 // rounded target of a single output (0 or 1). Classes the map leaves out
 // weigh 1. Every class must be one the model has, and every weight finite
-// and not negative.
+// and not negative. As in Keras, only a model of one output takes them.
 func ClassWeight(w map[int]float64) FitOption {
 	return fitOption{"class_weight", func(s *fitSettings) {
 		s.classWeight = map[int]float64{}
@@ -62,15 +65,20 @@ func (sw *sampleWeights) batch(idx []int) []float32 {
 
 // fitWeights checks Fit's SampleWeight or ClassWeight against the training
 // samples and returns the weight of each, or nil when neither was given.
-func (m *Model) fitWeights(train Samples, s *fitSettings) (*sampleWeights, error) {
+func (m *Model) fitWeights(train MultiSamples, s *fitSettings) (*sampleWeights, error) {
 	if s.sampleWeight == nil && s.classWeight == nil {
 		return nil, nil
 	}
 	if s.sampleWeight != nil && s.classWeight != nil {
 		return nil, errors.New("nn: Fit: give SampleWeight or ClassWeight, not both")
 	}
-	if _, ok := m.comp.loss.(*loss); !ok {
-		return nil, fmt.Errorf("nn: Fit: loss %s does not support sample or class weights", m.comp.loss.Name())
+	for _, h := range m.comp.heads {
+		if _, ok := h.loss.(*loss); !ok {
+			if m.comp.multi() {
+				return nil, fmt.Errorf("nn: Fit: loss %s of output %q does not support sample or class weights", h.loss.Name(), h.name)
+			}
+			return nil, fmt.Errorf("nn: Fit: loss %s does not support sample or class weights", h.loss.Name())
+		}
 	}
 	n := train.Len()
 	w := make([]float32, n)
@@ -88,6 +96,9 @@ func (m *Model) fitWeights(train Samples, s *fitSettings) (*sampleWeights, error
 	}
 
 	// Class weights: the classes there are, and how to read a target's.
+	if m.comp.multi() {
+		return nil, fmt.Errorf("nn: Fit: class weights apply to models of one output; model %q has %d (%s): give SampleWeight instead", m.name, len(m.comp.heads), strings.Join(m.OutputNames(), ", "))
+	}
 	out := m.outputs[0].shape
 	tgt := m.comp.target
 	classes := m.comp.loss.classes(out)
@@ -124,7 +135,7 @@ func (m *Model) fitWeights(train Samples, s *fitSettings) (*sampleWeights, error
 		for i := lo; i < min(lo+chunk, n); i++ {
 			idx = append(idx, i)
 		}
-		if err := train.Read(idx, nil, y[:len(idx)*per]); err != nil {
+		if err := train.ReadMulti(idx, nil, [][]float32{y[:len(idx)*per]}); err != nil {
 			return nil, nestf(err, "reading training targets for class weights")
 		}
 		for k := range idx {
@@ -155,15 +166,14 @@ func argMax(v []float32) int {
 	return best
 }
 
-// weightedLoss returns the batch's loss with per-sample weights, the input
-// "w" of shape (batch): Σ wᵢ·lossᵢ / batch, where lossᵢ is sample i's loss
+// weightedLoss returns the batch's loss with per-sample weights w, the
+// input "w" of shape (batch): Σ wᵢ·lossᵢ / batch, where lossᵢ is sample i's loss
 // averaged over any axes between the batch and the loss's reduced one.
-func weightedLoss(g *tile.Graph, l Loss, y, pred *tile.Tensor, lg *logits, batch int) *tile.Tensor {
+func weightedLoss(g *tile.Graph, l Loss, y, pred *tile.Tensor, lg *logits, w *tile.Tensor, batch int) *tile.Tensor {
 	bl, ok := l.(*loss)
 	if !ok {
 		return g.Errorf("loss", "loss %s does not support sample weights", l.Name())
 	}
-	w := g.Input("w", tile.Float32, tile.Shape{batch})
 	per := bl.perSample(g, y, pred, lg)
 	if per.Rank() > 1 {
 		axes := make([]int, per.Rank()-1)

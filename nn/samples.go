@@ -10,8 +10,10 @@ import (
 )
 
 // Samples is a set of samples that Fit, Evaluate and Predict read batch by
-// batch: inputs, and targets for Fit and Evaluate. Inputs and targets cross
-// to the model as float32; class labels are whole numbers (0, 1, 2, …).
+// batch: inputs, and targets for Fit and Evaluate, for a model of one input
+// and one output (MultiSamples serves models of several). Inputs and
+// targets cross to the model as float32; class labels are whole numbers
+// (0, 1, 2, …).
 type Samples interface {
 	// Len returns the number of samples.
 	Len() int
@@ -183,27 +185,4 @@ func (s *dataset) Read(idx []int, x, y []float32) error {
 		y[k] = float32(l)
 	}
 	return nil
-}
-
-// window is Samples viewing samples [lo, hi) of another Samples, for a
-// validation split.
-type window struct {
-	s      Samples
-	lo, hi int
-	buf    []int
-}
-
-func (w *window) Len() int           { return w.hi - w.lo }
-func (w *window) InputShape() []int  { return w.s.InputShape() }
-func (w *window) TargetShape() []int { return w.s.TargetShape() }
-
-func (w *window) Read(idx []int, x, y []float32) error {
-	w.buf = w.buf[:0]
-	for _, i := range idx {
-		if i < 0 || i >= w.Len() {
-			return fmt.Errorf("nn: sample %d is out of range [0, %d)", i, w.Len())
-		}
-		w.buf = append(w.buf, w.lo+i)
-	}
-	return w.s.Read(w.buf, x, y)
 }

@@ -60,19 +60,25 @@ func FixedBatch(n int) ExportOption {
 // each end. Inputs are named after the model's input layers and outputs
 // after the layers that produce them.
 //
-// These layer kinds export, in their inference form: Dense
-// (Gemm, or MatMul and Add beyond rank 2), Conv1D, Conv2D and
+// These layer kinds of package nn export, in their inference form:
+// Dense (Gemm, or MatMul and Add beyond rank 2), Conv1D, Conv2D and
 // DepthwiseConv2D (Conv with explicit pads for "same", dilations, groups),
-// MaxPooling2D and AveragePooling2D (MaxPool, AveragePool without the
-// padding in the count), GlobalAveragePooling2D and GlobalMaxPooling2D,
-// BatchNormalization (with the moving statistics), LayerNormalization
-// (LayerNormalization over the last axis, its formula over another),
-// Dropout (omitted), Activation, ReLU and Softmax (relu6 as Clip, gelu
-// through Erf, silu as x·sigmoid(x)), Flatten, Reshape, Add, Concatenate
-// and Embedding (Gather, with indices outside the table giving zero
-// vectors as in nn). The other layers (the transposed, separable and 1-D
-// layers, padding, cropping, up-sampling, rescaling, augmentation and
-// custom layers) do not export yet: a layer it cannot map gives an error
+// Conv1DTranspose and Conv2DTranspose (ConvTranspose, nn's output length
+// as pads and output_padding), SeparableConv2D (a depthwise Conv, then a
+// 1×1 one), MaxPooling1D/2D and AveragePooling1D/2D (MaxPool, AveragePool
+// without the padding in the count), GlobalAveragePooling1D/2D and
+// GlobalMaxPooling1D/2D, BatchNormalization (with the moving statistics),
+// LayerNormalization (LayerNormalization over the last axis, its formula
+// over another), Dropout (omitted), Activation, ReLU and Softmax (relu6 as
+// Clip, gelu through Erf, silu as x·sigmoid(x)), Flatten, Reshape, Add,
+// Concatenate, Embedding (Gather, with indices outside the table giving
+// zero vectors as in nn), ZeroPadding1D/2D (Pad), Cropping1D/2D (Slice),
+// UpSampling1D/2D (Resize: nearest rounding down, or linear with
+// half-pixel centres for bilinear), Rescaling (Mul, Add), RandomFlip and
+// RandomContrast (omitted: identities outside training) and RandomCrop
+// (its centred crop: Slice, then a linear Resize where the crop's size
+// differs from the target's). Other layers, Lambda and custom layers among
+// them (they compute with Go code), do not export: Export gives an error
 // naming the layer and its class.
 func Export(m *nn.Model, w io.Writer, opts ...ExportOption) error {
 	if m == nil {
@@ -623,62 +629,25 @@ func (e *exporter) layer(l *expLayer, in []*expValue, ref string) (*expValue, er
 		return e.activation(l, c.Activation, withName(shape, y, false), ref)
 	case "Conv1D", "Conv2D", "DepthwiseConv2D":
 		return e.conv(l, in, ref)
-	case "MaxPooling2D", "AveragePooling2D":
-		var c struct {
-			PoolSize []int  `json:"pool_size"`
-			Strides  []int  `json:"strides"`
-			Padding  string `json:"padding"`
-		}
-		x, err := one()
-		if err == nil {
-			err = dec(&c)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(x.shape) != 3 || len(c.PoolSize) != 2 || len(c.Strides) != 2 {
-			return nil, unsupported("input %v, pool size %v and strides %v are not 2-D", x.shape, c.PoolSize, c.Strides)
-		}
-		shape := []int{0, 0, x.shape[2]}
-		pads := make([]int, 4)
-		for d := range 2 {
-			var err error
-			shape[d], pads[d], pads[d+2], err = windowPads(x.shape[d], c.PoolSize[d], c.Strides[d], 1, c.Padding)
-			if err != nil {
-				return nil, unsupported("spatial dimension %d: %v", d+1, err)
-			}
-		}
-		op := "MaxPool"
-		if l.class == "AveragePooling2D" {
-			op = "AveragePool"
-		}
-		y := e.node(op, []string{e.get(x, true)}, ref, attrInts("kernel_shape", c.PoolSize), attrInts("strides", c.Strides), attrInts("pads", pads))
-		return withName(shape, y, true), nil
-	case "GlobalAveragePooling2D", "GlobalMaxPooling2D":
-		x, err := one()
-		if err != nil {
-			return nil, err
-		}
-		if len(x.shape) != 3 {
-			return nil, unsupported("input %v is not (height, width, channels)", x.shape)
-		}
-		avg := l.class == "GlobalAveragePooling2D"
-		var y string
-		if layoutOf(x) {
-			op := "GlobalMaxPool"
-			if avg {
-				op = "GlobalAveragePool"
-			}
-			p := e.node(op, []string{x.cf}, ref+"/pool")
-			y = e.node("Flatten", []string{p}, ref, attrInt("axis", 1))
-		} else {
-			op := "ReduceMax"
-			if avg {
-				op = "ReduceMean"
-			}
-			y = e.node(op, []string{x.native}, ref, attrInts("axes", []int{1, 2}), attrInt("keepdims", 0))
-		}
-		return withName([]int{x.shape[2]}, y, false), nil
+	case "MaxPooling1D", "AveragePooling1D", "MaxPooling2D", "AveragePooling2D":
+		return e.pool(l, in, ref)
+	case "GlobalAveragePooling1D", "GlobalMaxPooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling2D":
+		return e.globalPool(l, in, ref)
+	case "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D":
+		return e.padCrop(l, in, ref)
+	case "UpSampling1D", "UpSampling2D":
+		return e.upSampling(l, in, ref)
+	case "Rescaling":
+		return e.rescaling(l, in, ref)
+	case "Conv1DTranspose", "Conv2DTranspose":
+		return e.convTranspose(l, in, ref)
+	case "SeparableConv2D":
+		return e.separable(l, in, ref)
+	case "RandomFlip", "RandomContrast":
+		// Identities outside training, as in nn's Predict.
+		return one()
+	case "RandomCrop":
+		return e.randomCrop(l, in, ref)
 	case "BatchNormalization":
 		var c struct {
 			Epsilon float64 `json:"epsilon"`
@@ -862,7 +831,10 @@ func (e *exporter) layer(l *expLayer, in []*expValue, ref string) (*expValue, er
 	case "Embedding":
 		return e.embedding(l, in, ref)
 	}
-	return nil, unsupported("class %s has no ONNX mapping", l.class)
+	if l.class == "Lambda" {
+		return nil, unsupported("a Lambda layer computes with a Go function, which has no ONNX mapping")
+	}
+	return nil, unsupported("class %s has no ONNX mapping (Export maps the layer kinds of package nn listed in its documentation; a custom layer's Go code cannot be exported)", l.class)
 }
 
 // commonLayout picks the layout for an elementwise op of several inputs:

@@ -18,6 +18,7 @@ import (
 	"github.com/tartanml/tartan/nn"
 	"github.com/tartanml/tartan/npy"
 	"github.com/tartanml/tartan/onnx/internal/pb"
+	"github.com/tartanml/tartan/tile"
 )
 
 // exportCase is a model to export, with the inputs to check it on.
@@ -124,6 +125,65 @@ func exportCases(t *testing.T) []exportCase {
 	r = nn.Apply(nn.Concatenate(nn.Axis(1)), r, nn.Apply(nn.Softmax(nn.Axis(-2)), r))
 	out := nn.Apply(nn.Dense(3), nn.Apply(nn.Flatten(), r))
 	cases = append(cases, exportCase{"functional", must(nn.Functional("functional", []*nn.Node{in}, []*nn.Node{out})), per(8, 8, 2)})
+	// The spatial layers beyond convolution, channels-last where they come
+	// first and channels-first inside convolutional chains.
+	cases = append(cases, exportCase{"spatial", must(nn.Sequential("spatial", nn.Input(9, 10, 3),
+		nn.Rescaling(0.5, 0.25),
+		nn.RandomFlip("horizontal_and_vertical"),
+		nn.RandomContrast(0.3),
+		nn.ZeroPadding2D([]int{1, 2}),
+		nn.Conv2D(4, 3, nn.Activation("relu")),
+		nn.ZeroPadding2D([]int{0, 1, 2, 1}),
+		nn.Cropping2D([]int{1, 0, 2, 1}),
+		nn.UpSampling2D([]int{2, 1}),
+		nn.Rescaling(2, 0),
+		nn.SeparableConv2D(5, 3, nn.DepthMultiplier(2), nn.Padding("same"), nn.Strides(2), nn.Activation("tanh")),
+		nn.Conv2DTranspose(3, 3, nn.Strides(2), nn.Padding("same"), nn.Activation("relu")),
+		nn.UpSampling2D([]int{2, 2}, nn.Interpolation("bilinear")),
+		nn.Conv2DTranspose(2, 2, nn.Strides(3)),
+		nn.Conv2DTranspose(3, 3, nn.Strides(2), nn.Padding("same"), nn.OutputPadding(1), nn.UseBias(false)),
+		nn.Conv2DTranspose(2, 2, nn.DilationRate(2), nn.Padding("same")),
+		nn.SeparableConv2D(3, 2, nn.DilationRate(2), nn.UseBias(false)),
+		nn.RandomCrop(20, 13),
+		nn.MaxPooling2D(2),
+		nn.GlobalMaxPooling2D(),
+		nn.Dense(3),
+	)), per(9, 10, 3)})
+	cases = append(cases, exportCase{"crop", must(nn.Sequential("crop", nn.Input(12, 10, 2),
+		nn.Cropping2D([]int{1, 2}),
+		nn.RandomCrop(5, 6),
+		nn.UpSampling2D([]int{1, 2}),
+		nn.RandomCrop(4, 12),
+		nn.Conv2DTranspose(2, 3, nn.Padding("valid"), nn.OutputPadding(0)),
+		nn.RandomCrop(9, 9),
+		nn.GlobalAveragePooling2D(),
+	)), per(12, 10, 2)})
+	cases = append(cases, exportCase{"steps", must(nn.Sequential("steps", nn.Input(12, 3),
+		nn.ZeroPadding1D([]int{1, 2}),
+		nn.Conv1D(4, 3, nn.Activation("relu")),
+		nn.MaxPooling1D(2, nn.Padding("same")),
+		nn.Cropping1D([]int{1, 0}),
+		nn.UpSampling1D(2),
+		nn.AveragePooling1D(3, nn.Strides(2), nn.Padding("same")),
+		nn.Conv1DTranspose(3, 3, nn.Strides(2), nn.Activation("gelu")),
+		nn.ZeroPadding1D([]int{2}),
+		nn.Conv1DTranspose(2, 2, nn.Strides(2), nn.Padding("same"), nn.OutputPadding(1)),
+		nn.GlobalAveragePooling1D(),
+		nn.Dense(2),
+	)), per(12, 3)})
+	cases = append(cases, exportCase{"steps_last", must(nn.Sequential("steps_last", nn.Input(10, 2),
+		nn.UpSampling1D(3),
+		nn.Cropping1D([]int{2, 3}),
+		nn.Rescaling(-1.5, 0.5),
+		nn.GlobalMaxPooling1D(),
+		nn.Dense(2),
+	)), per(10, 2)})
+	cases = append(cases, exportCase{"pool1d", must(nn.Sequential("pool1d", nn.Input(11, 2),
+		nn.AveragePooling1D(2),
+		nn.Conv1D(3, 2),
+		nn.MaxPooling1D(3, nn.Strides(1)),
+		nn.GlobalMaxPooling1D(),
+	)), per(11, 2)})
 	for i, c := range cases {
 		if err := c.model.InitWeights(int64(i + 1)); err != nil {
 			t.Fatal(err)
@@ -410,12 +470,10 @@ print([d.dim_value or d.dim_param for d in inferred.graph.output[0].type.tensor_
 // TestExportAgreesWithPredict evaluates every exported model with
 // testdata/torch/eval_onnx.py (PyTorch, op by op, from the ONNX
 // specification) on random inputs and compares with the nn model's Predict
-// on the reference device. With TARTAN_ONNX_EXPORT_DIR set it also leaves
-// NAME.onnx, NAME_input.npy and NAME_output.npy (Predict's) there, for
-// testdata/torch/check_ort.py --dir to compare with onnxruntime.
+// on the reference device. (TestExportForRuntime writes the same models
+// for onnxruntime.)
 func TestExportAgreesWithPredict(t *testing.T) {
 	py := pythonWith(t, "onnx", "torch", "numpy")
-	keep := os.Getenv("TARTAN_ONNX_EXPORT_DIR")
 	dir := t.TempDir()
 	for i, c := range exportCases(t) {
 		const n = 5
@@ -470,26 +528,6 @@ func TestExportAgreesWithPredict(t *testing.T) {
 			worst = max(worst, d)
 		}
 		t.Logf("%s: %d nodes, %d outputs agree within %.2g", c.name, countNodes(t, model), len(want.Data), worst)
-		if keep != "" {
-			wa, err := npy.New(want.Shape, slices.Clone(want.Data))
-			if err == nil {
-				err = os.MkdirAll(keep, 0o755)
-			}
-			for _, f := range []struct {
-				name string
-				a    *npy.Array
-			}{{"_input.npy", xa}, {"_output.npy", wa}} {
-				if err == nil {
-					err = npy.WriteFile(filepath.Join(keep, c.name+f.name), f.a)
-				}
-			}
-			if err == nil {
-				err = ExportFile(c.model, filepath.Join(keep, c.name+".onnx"))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 }
 
@@ -612,5 +650,367 @@ func TestExportSharedLayer(t *testing.T) {
 	}
 	if got, want := opTypes(mp), []string{"Gemm", "Gemm", "Add"}; !slices.Equal(got, want) {
 		t.Errorf("ops %v, want %v", got, want)
+	}
+}
+
+// TestExportReimported exports every case of exportCases and
+// layerKindCases, imports the file back through
+// this package's importer (NNModel, which ONNX's node tests validate
+// independently of the exporter) and checks that it predicts what the nn
+// model does on random inputs, within 1e-5.
+func TestExportReimported(t *testing.T) {
+	dev := reference.New()
+	dir := t.TempDir()
+	for i, c := range append(exportCases(t), layerKindCases(t)...) {
+		const n = 3
+		r := rand.New(rand.NewSource(int64(50 + i)))
+		x, err := nn.NewArray(c.input(r, n), append([]int{n}, c.model.InputShape()...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := nn.FromArrays(x, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.model.SetDevice(dev); err != nil {
+			t.Fatal(err)
+		}
+		want, err := c.model.Predict(s, nn.Verbose(0))
+		if err != nil {
+			t.Fatalf("%s: Predict: %v", c.name, err)
+		}
+		path := filepath.Join(dir, c.name+".onnx")
+		if err := ExportFile(c.model, path); err != nil {
+			t.Fatal(err)
+		}
+		m, err := Load(path)
+		if err != nil {
+			t.Fatalf("%s: loading the export: %v", c.name, err)
+		}
+		back, err := m.NNModel(c.name + "_reimported")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := back.SetDevice(dev); err != nil {
+			t.Fatal(err)
+		}
+		got, err := back.Predict(s, nn.Verbose(0))
+		if err != nil {
+			t.Fatalf("%s: the re-imported model's Predict: %v", c.name, err)
+		}
+		if !slices.Equal(got.Shape, want.Shape) {
+			t.Fatalf("%s: the re-imported model gives shape %v, the nn model %v", c.name, got.Shape, want.Shape)
+		}
+		worst := 0.0
+		for k, g := range got.Data {
+			w := float64(want.Data[k])
+			d := math.Abs(float64(g) - w)
+			if !(d <= 1e-5+1e-5*math.Abs(w)) {
+				t.Errorf("%s: element %d: re-imported %g, Predict %g", c.name, k, g, w)
+				break
+			}
+			worst = max(worst, d)
+		}
+		t.Logf("%s: %d nodes %v, %d outputs (the first %.4g) agree within %.2g", c.name, countNodes(t, path), distinctOps(t, path), len(want.Data), want.Data[0], worst)
+	}
+}
+
+// distinctOps lists the op types of the model at path, each once, in order
+// of first use.
+func distinctOps(t *testing.T, path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mp pb.ModelProto
+	if err := proto.Unmarshal(b, &mp); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, o := range opTypes(&mp) {
+		if !slices.Contains(ops, o) {
+			ops = append(ops, o)
+		}
+	}
+	return ops
+}
+
+// TestExportNewLayerOps checks the ONNX operators the layers beyond
+// convolution become, so that none of them is dropped or mapped to
+// something else unnoticed (their values are checked by
+// TestExportReimported and TestExportAgreesWithPredict).
+func TestExportNewLayerOps(t *testing.T) {
+	for _, c := range []struct {
+		layer nn.Layer
+		input []int
+		ops   []string
+	}{
+		{nn.ZeroPadding2D([]int{1}), []int{4, 4, 2}, []string{"Pad"}},
+		{nn.Cropping2D([]int{1}), []int{4, 4, 2}, []string{"Slice"}},
+		{nn.ZeroPadding1D([]int{1}), []int{4, 2}, []string{"Pad"}},
+		{nn.Cropping1D([]int{1}), []int{4, 2}, []string{"Slice"}},
+		{nn.UpSampling2D([]int{2, 2}), []int{4, 4, 2}, []string{"Constant", "Resize"}},
+		{nn.UpSampling2D([]int{2, 2}, nn.Interpolation("bilinear")), []int{4, 4, 2}, []string{"Constant", "Transpose", "Resize", "Transpose"}},
+		{nn.UpSampling1D(2), []int{4, 2}, []string{"Constant", "Resize"}},
+		{nn.Rescaling(0.5, 1), []int{3}, []string{"Mul", "Add"}},
+		{nn.Rescaling(0.5, 0), []int{3}, []string{"Mul"}},
+		{nn.Conv2DTranspose(2, 3), []int{4, 4, 2}, []string{"Transpose", "ConvTranspose", "Transpose"}},
+		{nn.Conv1DTranspose(2, 3), []int{4, 2}, []string{"Transpose", "ConvTranspose", "Transpose"}},
+		{nn.SeparableConv2D(2, 3), []int{4, 4, 2}, []string{"Transpose", "Conv", "Conv", "Transpose"}},
+		{nn.MaxPooling1D(2), []int{4, 2}, []string{"Transpose", "MaxPool", "Transpose"}},
+		{nn.AveragePooling1D(2), []int{4, 2}, []string{"Transpose", "AveragePool", "Transpose"}},
+		{nn.GlobalAveragePooling1D(), []int{4, 2}, []string{"ReduceMean"}},
+		{nn.GlobalMaxPooling1D(), []int{4, 2}, []string{"ReduceMax"}},
+		{nn.RandomFlip("horizontal"), []int{4, 4, 2}, []string{"Identity"}},
+		{nn.RandomContrast(0.2), []int{4, 4, 2}, []string{"Identity"}},
+		{nn.RandomCrop(2, 4), []int{4, 4, 2}, []string{"Slice"}},
+		{nn.RandomCrop(2, 2), []int{4, 6, 2}, []string{"Slice", "Constant", "Transpose", "Resize", "Transpose"}},
+		{nn.RandomCrop(4, 6), []int{4, 6, 2}, []string{"Identity"}},
+	} {
+		m, err := nn.Sequential("one", nn.Input(c.input...), c.layer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.InitWeights(1); err != nil {
+			t.Fatal(err)
+		}
+		_, mp := exportModel(t, m)
+		if got := opTypes(mp); !slices.Equal(got, c.ops) {
+			t.Errorf("%s: ops %v, want %v", c.layer.ClassName(), got, c.ops)
+		}
+	}
+}
+
+// doubler is a custom layer doubling its input.
+type doubler struct{}
+
+func (doubler) Build(_ *nn.LayerBuilder, in []tile.Shape) (tile.Shape, error) { return in[0], nil }
+func (doubler) Call(c *nn.CallContext, in []*tile.Tensor) *tile.Tensor {
+	g := c.Graph()
+	return g.Add(in[0], in[0])
+}
+
+// TestExportUnexportable checks that Lambda and custom layers, whose
+// computations are Go code, give errors naming the layer and its class.
+func TestExportUnexportable(t *testing.T) {
+	if err := nn.RegisterLambda("onnx_test_negate", func(g *tile.Graph, x *tile.Tensor) *tile.Tensor { return g.Neg(x) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		layer nn.Layer
+		want  string
+	}{
+		{nn.RegisteredLambda("onnx_test_negate", nn.Name("negate")),
+			`onnx: export: layer "negate" (Lambda) cannot be exported: a Lambda layer computes with a Go function, which has no ONNX mapping`},
+		{nn.Custom("Doubler", doubler{}, nn.Name("twice")),
+			`onnx: export: layer "twice" (Doubler) cannot be exported: class Doubler has no ONNX mapping (Export maps the layer kinds of package nn listed in its documentation; a custom layer's Go code cannot be exported)`},
+		{nn.Lambda(func(g *tile.Graph, x *tile.Tensor) *tile.Tensor { return g.Neg(x) }, nn.Name("anonymous")),
+			`anonymous`},
+	} {
+		m, err := nn.Sequential("custom", nn.Input(3), nn.Dense(3), c.layer, nn.Dense(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = Export(m, new(bytes.Buffer))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got error %v, want one containing %q", c.layer.ClassName(), err, c.want)
+		}
+		t.Logf("%s: %v", c.layer.ClassName(), err)
+	}
+}
+
+// layerKindCases are models of one layer each (two for the merges), one
+// or more per layer kind that Export maps, and one per activation.
+func layerKindCases(t *testing.T) []exportCase {
+	t.Helper()
+	var cases []exportCase
+	seq := func(name string, input []int, layers ...nn.Layer) {
+		t.Helper()
+		m, err := nn.Sequential(name, nn.Input(input...), layers...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		size := product(input)
+		cases = append(cases, exportCase{name, m, func(r *rand.Rand, n int) []float32 { return normal(r, n*size) }})
+	}
+	seq("dense", []int{5}, nn.Dense(3))
+	seq("dense_rank3", []int{4, 5}, nn.Dense(3, nn.UseBias(false)))
+	seq("conv1d", []int{8, 3}, nn.Conv1D(4, 3, nn.Strides(2)))
+	seq("conv2d", []int{6, 7, 2}, nn.Conv2D(3, 3, nn.Padding("same"), nn.DilationRate(2)))
+	seq("depthwise_conv2d", []int{6, 6, 2}, nn.DepthwiseConv2D(3, nn.DepthMultiplier(2)))
+	seq("conv1d_transpose", []int{5, 2}, nn.Conv1DTranspose(3, 3, nn.Strides(2)))
+	seq("conv2d_transpose", []int{4, 5, 2}, nn.Conv2DTranspose(3, 3, nn.Strides(2), nn.Padding("same")))
+	seq("conv2d_transpose_output_padding", []int{4, 4, 2}, nn.Conv2DTranspose(2, 2, nn.Strides(3), nn.OutputPadding(2)))
+	seq("separable_conv2d", []int{6, 6, 2}, nn.SeparableConv2D(3, 3, nn.DepthMultiplier(2), nn.Padding("same")))
+	seq("max_pooling1d", []int{9, 2}, nn.MaxPooling1D(2, nn.Padding("same")))
+	seq("average_pooling1d", []int{9, 2}, nn.AveragePooling1D(2, nn.Padding("same")))
+	seq("max_pooling2d", []int{5, 6, 2}, nn.MaxPooling2D(2, nn.Padding("same")))
+	seq("average_pooling2d", []int{5, 6, 2}, nn.AveragePooling2D(2, nn.Padding("same")))
+	seq("global_average_pooling1d", []int{5, 3}, nn.GlobalAveragePooling1D())
+	seq("global_max_pooling1d", []int{5, 3}, nn.GlobalMaxPooling1D())
+	seq("global_average_pooling2d", []int{4, 5, 3}, nn.GlobalAveragePooling2D())
+	seq("global_max_pooling2d", []int{4, 5, 3}, nn.GlobalMaxPooling2D())
+	seq("batch_normalization", []int{4, 4, 3}, nn.BatchNormalization())
+	seq("layer_normalization", []int{4, 3}, nn.LayerNormalization())
+	seq("dropout", []int{4}, nn.Dense(3), nn.Dropout(0.5))
+	for _, a := range []string{"linear", "relu", "relu6", "sigmoid", "tanh", "softmax", "log_softmax", "elu", "gelu", "softplus", "leaky_relu", "silu", "swish"} {
+		seq("activation_"+a, []int{6}, nn.Activation(a))
+	}
+	seq("relu", []int{6}, nn.ReLU(nn.MaxValue(1), nn.NegativeSlope(0.2)))
+	seq("softmax", []int{3, 4}, nn.Softmax(nn.Axis(1)))
+	seq("flatten", []int{3, 2, 2}, nn.Flatten())
+	seq("reshape", []int{6}, nn.Reshape([]int{2, -1}))
+	seq("zero_padding1d", []int{4, 2}, nn.ZeroPadding1D([]int{1, 2}))
+	seq("zero_padding2d", []int{4, 4, 2}, nn.ZeroPadding2D([]int{1, 0, 2, 1}))
+	seq("cropping1d", []int{6, 2}, nn.Cropping1D([]int{1, 2}))
+	seq("cropping2d", []int{6, 6, 2}, nn.Cropping2D([]int{1, 0, 2, 1}))
+	seq("up_sampling1d", []int{4, 2}, nn.UpSampling1D(3))
+	seq("up_sampling2d", []int{3, 4, 2}, nn.UpSampling2D([]int{2, 3}))
+	seq("up_sampling2d_bilinear", []int{3, 4, 2}, nn.UpSampling2D([]int{2, 3}, nn.Interpolation("bilinear")))
+	seq("rescaling", []int{3, 4}, nn.Rescaling(1.0/255, -0.5))
+	seq("random_flip", []int{4, 4, 2}, nn.Dense(2), nn.RandomFlip("horizontal_and_vertical"))
+	seq("random_contrast", []int{4, 4, 2}, nn.Dense(2), nn.RandomContrast(0.5))
+	seq("random_crop", []int{6, 8, 2}, nn.RandomCrop(4, 8))
+	seq("random_crop_resized", []int{6, 8, 2}, nn.RandomCrop(5, 5))
+	for _, merge := range []struct {
+		name  string
+		layer nn.Layer
+	}{{"add", nn.Add()}, {"concatenate", nn.Concatenate()}} {
+		in := nn.Input(3, 2)
+		m, err := nn.Functional(merge.name, []*nn.Node{in}, []*nn.Node{nn.Apply(merge.layer, in, nn.Apply(nn.Dense(2), in))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, exportCase{merge.name, m, func(r *rand.Rand, n int) []float32 { return normal(r, n*6) }})
+	}
+	m, err := nn.Sequential("embedding", nn.Input(4), nn.Embedding(6, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases, exportCase{"embedding", m, func(r *rand.Rand, n int) []float32 {
+		v := make([]float32, 4*n)
+		for i := range v {
+			v[i] = float32(r.Intn(9) - 1) // some outside the table
+		}
+		return v
+	}})
+	for i, c := range cases {
+		if err := c.model.InitWeights(int64(200 + i)); err != nil {
+			t.Fatal(err)
+		}
+		randomizeWeights(t, c.model, int64(300+i))
+	}
+	return cases
+}
+
+// TestExportForRuntime writes, for testdata/torch/check_ort.py --dir to
+// run with onnxruntime, every model of exportCases and layerKindCases as
+// NAME.onnx with a random NAME_input.npy and the nn model's Predict for it
+// (on the reference device) as NAME_output.npy, into the directory
+// $TARTAN_ONNX_EXPORT_DIR; without it the test is skipped.
+func TestExportForRuntime(t *testing.T) {
+	dir := os.Getenv("TARTAN_ONNX_EXPORT_DIR")
+	if dir == "" {
+		t.Skip("set TARTAN_ONNX_EXPORT_DIR to a directory to write the exported models and their data for check_ort.py")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dev := reference.New()
+	for i, c := range append(exportCases(t), layerKindCases(t)...) {
+		const n = 4
+		r := rand.New(rand.NewSource(int64(900 + i)))
+		x, err := nn.NewArray(c.input(r, n), append([]int{n}, c.model.InputShape()...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := nn.FromArrays(x, nil)
+		if err == nil {
+			err = c.model.SetDevice(dev)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := c.model.Predict(s, nn.Verbose(0))
+		if err != nil {
+			t.Fatalf("%s: Predict: %v", c.name, err)
+		}
+		if err := ExportFile(c.model, filepath.Join(dir, c.name+".onnx")); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []struct {
+			suffix string
+			a      *nn.Array
+		}{{"_input.npy", x}, {"_output.npy", y}} {
+			a, err := npy.New(f.a.Shape, slices.Clone(f.a.Data))
+			if err == nil {
+				err = npy.WriteFile(filepath.Join(dir, c.name+f.suffix), a)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("wrote the models and their data to %s; check them with: python3 testdata/torch/check_ort.py --dir %s", dir, dir)
+}
+
+// TestExportKindsAgreeWithPyTorch evaluates the export of every model of
+// layerKindCases with testdata/torch/eval_onnx.py --dir (PyTorch, op by op,
+// from the ONNX specification) and compares with the nn model's Predict on
+// the reference device, as TestExportAgreesWithPredict does for the larger
+// models.
+func TestExportKindsAgreeWithPyTorch(t *testing.T) {
+	py := pythonWith(t, "onnx", "torch", "numpy")
+	dir := t.TempDir()
+	dev := reference.New()
+	cases := layerKindCases(t)
+	want := map[string]*nn.Array{}
+	for i, c := range cases {
+		const n = 3
+		r := rand.New(rand.NewSource(int64(700 + i)))
+		x, err := nn.NewArray(c.input(r, n), append([]int{n}, c.model.InputShape()...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := nn.FromArrays(x, nil)
+		if err == nil {
+			err = c.model.SetDevice(dev)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want[c.name], err = c.model.Predict(s, nn.Verbose(0)); err != nil {
+			t.Fatalf("%s: Predict: %v", c.name, err)
+		}
+		xa, err := npy.New(x.Shape, slices.Clone(x.Data))
+		if err == nil {
+			err = npy.WriteFile(filepath.Join(dir, c.name+"_input.npy"), xa)
+		}
+		if err == nil {
+			err = ExportFile(c.model, filepath.Join(dir, c.name+".onnx"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command(py, "testdata/torch/eval_onnx.py", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("eval_onnx.py --dir: %v\n%s", err, out)
+	}
+	for _, c := range cases {
+		got, err := npy.ReadFile(filepath.Join(dir, c.name+"_eval.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want[c.name]
+		if !slices.Equal(got.Shape, w.Shape) {
+			t.Errorf("%s: the ONNX graph gives shape %v, Predict %v", c.name, got.Shape, w.Shape)
+			continue
+		}
+		for k, g := range got.Float32s() {
+			if d := math.Abs(float64(g) - float64(w.Data[k])); !(d <= 1e-5+1e-4*math.Abs(float64(w.Data[k]))) {
+				t.Errorf("%s: element %d: ONNX %g, Predict %g", c.name, k, g, w.Data[k])
+				break
+			}
+		}
 	}
 }

@@ -251,3 +251,43 @@ func declared(in ValueInfo) string {
 	}
 	return s + "]"
 }
+
+// OutputOp returns the op type of the node that computes the graph output
+// called name, looking back through the nodes that only move or rename
+// values (Identity, Reshape, Flatten, Squeeze, Unsqueeze) to the node
+// that computes them, as in a classifier ending in Softmax and a Flatten.
+// It returns "" when the value comes from no node (a graph input or an
+// initializer) or no graph output has that name.
+func (m *Model) OutputOp(name string) string {
+	isOutput := false
+	for _, o := range m.Outputs {
+		isOutput = isOutput || o.Name == name
+	}
+	if !isOutput {
+		return ""
+	}
+	producer := map[string]*pb.NodeProto{}
+	for _, n := range m.nodes {
+		for _, o := range n.GetOutput() {
+			producer[o] = n
+		}
+	}
+	for range len(m.nodes) + 1 {
+		n := producer[name]
+		if n == nil || len(n.GetInput()) == 0 {
+			break
+		}
+		switch n.GetOpType() {
+		case "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze":
+			if n.GetDomain() == "" || n.GetDomain() == "ai.onnx" {
+				name = n.GetInput()[0]
+				continue
+			}
+		}
+		if n.GetDomain() != "" && n.GetDomain() != "ai.onnx" {
+			return n.GetDomain() + "." + n.GetOpType()
+		}
+		return n.GetOpType()
+	}
+	return ""
+}

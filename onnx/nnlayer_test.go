@@ -171,3 +171,38 @@ func TestNNLayerErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputOp checks the op found behind each graph output of exported
+// models: through Flatten and Identity, and none for an input passed
+// through or a name that is no output.
+func TestOutputOp(t *testing.T) {
+	for _, c := range []struct {
+		layers []nn.Layer
+		want   string
+	}{
+		{[]nn.Layer{nn.Dense(4, nn.Activation("softmax"))}, "Softmax"},
+		{[]nn.Layer{nn.Dense(4)}, "Gemm"},
+		{[]nn.Layer{nn.Dense(4), nn.Softmax(), nn.Flatten(), nn.Dropout(0.5)}, "Softmax"},
+		{[]nn.Layer{nn.Dense(4, nn.Activation("log_softmax")), nn.Reshape([]int{2, 2}), nn.Flatten()}, "LogSoftmax"},
+		{[]nn.Layer{nn.Dropout(0.5)}, ""},
+	} {
+		m, err := nn.Sequential("m", nn.Input(3), c.layers...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := Export(m, &buf); err != nil {
+			t.Fatal(err)
+		}
+		om, err := Read(&buf, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := om.OutputOp(om.Outputs[0].Name); got != c.want {
+			t.Errorf("%d layers ending in %s: OutputOp %q, want %q", len(c.layers), c.layers[len(c.layers)-1].ClassName(), got, c.want)
+		}
+		if got := om.OutputOp("no_such_output"); got != "" {
+			t.Errorf("OutputOp of a name that is no output: %q", got)
+		}
+	}
+}

@@ -8,9 +8,9 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// Recurrent layers (RNN, GRU, LSTM), unrolled over the static sequence
-// length: one step's gates per time step, the input projections of all steps
-// computed at once.
+// Recurrent layers (RNN, GRU, LSTM) as tile recurrences: the input
+// projections of all steps computed at once, the cell built once over
+// time-major tensors and run by the compiled loop one step after another.
 
 func init() {
 	register("RNN", func(c *ctx) { opRecurrent(c, "RNN", 1, []string{"Tanh"}) })
@@ -208,75 +208,83 @@ func opRecurrent(c *ctx, kind string, gates int, defaults []string) {
 		if c0 != nil {
 			cell = pick(c0, d)
 		}
-		gate := func(t *tile.Tensor, k int) *tile.Tensor { return slice(t, 1, k*hidden, (k+1)*hidden) }
+		// Time-major [seq, batch, …] tensors throughout: the states are
+		// recurrences, so the cell below is built once for every step.
+		gate := func(t *tile.Tensor, k int) *tile.Tensor { return slice(t, 2, k*hidden, (k+1)*hidden) }
 		clipped := func(t *tile.Tensor) *tile.Tensor {
 			if !hasClip {
 				return t
 			}
 			return g.Minimum(g.Maximum(t, g.ScalarLike(t, -clip)), g.ScalarLike(t, clip))
 		}
-		steps := make([]*tile.Tensor, seq)
-		for s := range seq {
-			t := s
-			if direction == "reverse" || d == 1 {
-				t = seq - 1 - s
-			}
-			xt := g.Reshape(slice(xw, 0, t, t+1), tile.Shape{batch, gates * hidden})
-			var hn, cn *tile.Tensor
-			switch kind {
-			case "RNN":
-				hn = f[0](g, clipped(g.Add(xt, op.MatMul(g, h, rt))))
-			case "GRU":
-				hr := op.MatMul(g, h, slice(rt, 1, 0, 2*hidden))
-				z := f[0](g, clipped(g.Add(gate(xt, 0), gate(hr, 0))))
-				r := f[0](g, clipped(g.Add(gate(xt, 1), gate(hr, 1))))
-				rh := slice(rt, 1, 2*hidden, 3*hidden)
-				var pre *tile.Tensor
-				if linearBeforeReset {
-					lin := op.MatMul(g, h, rh)
-					if rb != nil {
-						lin = g.Add(lin, rb)
-					}
-					pre = g.Add(gate(xt, 2), g.Mul(r, lin))
-				} else {
-					pre = g.Add(gate(xt, 2), op.MatMul(g, g.Mul(r, h), rh))
-				}
-				hh := f[1](g, clipped(pre))
-				hn = g.Add(g.Mul(g.Sub(g.ScalarLike(z, 1), z), hh), g.Mul(z, h))
-			case "LSTM":
-				all := g.Add(xt, op.MatMul(g, h, rt))
-				ig, og, fg, cg := gate(all, 0), gate(all, 1), gate(all, 2), gate(all, 3)
-				if peep != nil {
-					p := pick(peep, d)
-					ig = g.Add(ig, g.Mul(slice(p, 0, 0, hidden), cell))
-					fg = g.Add(fg, g.Mul(slice(p, 0, 2*hidden, 3*hidden), cell))
-				}
-				i := f[0](g, clipped(ig))
-				fgt := f[0](g, clipped(fg))
-				cc := f[1](g, clipped(cg))
-				cn = g.Add(g.Mul(fgt, cell), g.Mul(i, cc))
-				if peep != nil {
-					og = g.Add(og, g.Mul(slice(pick(peep, d), 0, hidden, 2*hidden), cn))
-				}
-				o := f[0](g, clipped(og))
-				hn = g.Mul(o, f[2](g, cn))
-			}
-			y := hn
-			if lens != nil {
-				live := g.Reshape(g.Elementwise(tile.Lt, g.Scalar(float64(t), tile.Int64), lens), tile.Shape{batch, 1})
-				y = g.Select(live, hn, zeros)
-				hn = g.Select(live, hn, h)
-				if cn != nil {
-					cn = g.Select(live, cn, cell)
-				}
-			}
-			h = hn
-			if cn != nil {
-				cell = cn
-			}
-			steps[t] = g.Reshape(y, tile.Shape{1, 1, batch, hidden})
+		reverse := direction == "reverse" || d == 1
+		hp := g.Recurrence(h, seq, reverse)
+		var cp *tile.Tensor
+		if kind == "LSTM" {
+			cp = g.Recurrence(cell, seq, reverse)
 		}
-		ys = append(ys, g.Concat(0, steps...))
+		var hn, cn *tile.Tensor
+		switch kind {
+		case "RNN":
+			hn = f[0](g, clipped(g.Add(xw, op.MatMul(g, hp, rt))))
+		case "GRU":
+			hr := op.MatMul(g, hp, slice(rt, 1, 0, 2*hidden))
+			z := f[0](g, clipped(g.Add(gate(xw, 0), gate(hr, 0))))
+			r := f[0](g, clipped(g.Add(gate(xw, 1), gate(hr, 1))))
+			rh := slice(rt, 1, 2*hidden, 3*hidden)
+			var pre *tile.Tensor
+			if linearBeforeReset {
+				lin := op.MatMul(g, hp, rh)
+				if rb != nil {
+					lin = g.Add(lin, rb)
+				}
+				pre = g.Add(gate(xw, 2), g.Mul(r, lin))
+			} else {
+				pre = g.Add(gate(xw, 2), op.MatMul(g, g.Mul(r, hp), rh))
+			}
+			hh := f[1](g, clipped(pre))
+			hn = g.Add(g.Mul(g.Sub(g.ScalarLike(z, 1), z), hh), g.Mul(z, hp))
+		case "LSTM":
+			all := g.Add(xw, op.MatMul(g, hp, rt))
+			ig, og, fg, cg := gate(all, 0), gate(all, 1), gate(all, 2), gate(all, 3)
+			if peep != nil {
+				p := pick(peep, d)
+				ig = g.Add(ig, g.Mul(slice(p, 0, 0, hidden), cp))
+				fg = g.Add(fg, g.Mul(slice(p, 0, 2*hidden, 3*hidden), cp))
+			}
+			i := f[0](g, clipped(ig))
+			fgt := f[0](g, clipped(fg))
+			cc := f[1](g, clipped(cg))
+			cn = g.Add(g.Mul(fgt, cp), g.Mul(i, cc))
+			if peep != nil {
+				og = g.Add(og, g.Mul(slice(pick(peep, d), 0, hidden, 2*hidden), cn))
+			}
+			o := f[0](g, clipped(og))
+			hn = g.Mul(o, f[2](g, cn))
+		}
+		y := hn
+		if lens != nil {
+			// live[t, b] = t < sequence_lens[b]: past its length a sequence
+			// keeps its state and outputs zeros.
+			steps := g.Iota(tile.Int64, tile.Shape{seq, batch}, 0)
+			live := g.Reshape(g.Elementwise(tile.Lt, steps, g.BroadcastTo(lens, tile.Shape{seq, batch})), tile.Shape{seq, batch, 1})
+			y = g.Select(live, hn, g.BroadcastTo(g.Scalar(0, dt), hn.Shape()))
+			hn = g.Select(live, hn, hp)
+			if cn != nil {
+				cn = g.Select(live, cn, cp)
+			}
+		}
+		g.CloseRecurrence(hp, hn)
+		last := seq - 1 // the step that ends the sequence
+		if reverse {
+			last = 0
+		}
+		h = g.Reshape(slice(hn, 0, last, last+1), tile.Shape{batch, hidden})
+		if cp != nil {
+			g.CloseRecurrence(cp, cn)
+			cell = g.Reshape(slice(cn, 0, last, last+1), tile.Shape{batch, hidden})
+		}
+		ys = append(ys, g.Reshape(y, tile.Shape{seq, 1, batch, hidden}))
 		hs = append(hs, g.Reshape(h, tile.Shape{1, batch, hidden}))
 		cs = append(cs, g.Reshape(cell, tile.Shape{1, batch, hidden}))
 	}

@@ -207,6 +207,11 @@ func (m *Machine) evalRange(vals []*tile.Value, need []bool, feeds map[string]*t
 				return fmt.Errorf("ref: node %v: the recurrence is never closed", t)
 			}
 			j := r.Next().ID()
+			if j < i {
+				// A shift of values computed before: nothing to repeat.
+				vals[i] = shiftState(t, r, vals[t.Args()[0].ID()], vals[j])
+				continue
+			}
 			if j >= hi {
 				return fmt.Errorf("ref: node %v: its steps overlap another recurrence's without nesting in it", t)
 			}

@@ -18,6 +18,10 @@
 //     Broadcast nodes for NumPy broadcasting), and Cast.
 //   - Shape ops: Reshape, Transpose, Slice, Concat, Pad, Broadcast, Gather,
 //     ScatterAdd and Iota.
+//   - Recurrence: the state sequence of a loop over the leading (time) axis,
+//     closed with the next states computed from it (Graph.Recurrence,
+//     Graph.CloseRecurrence); recurrent layers are written with it and
+//     compile runs it as a loop whose kernels do not multiply with the steps.
 //   - Random: uniform numbers from Philox 4x32-10 keyed by a seed tensor and
 //     the element position, identical on every backend.
 //   - Input, Constant and Variable leaves. Variables are persistent state that a

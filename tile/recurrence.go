@@ -46,7 +46,8 @@ func (g *Graph) Recurrence(init *Tensor, steps int, reverse bool) *Tensor {
 
 // CloseRecurrence binds the recurrence whose state sequence is state to next,
 // the sequence of states its steps compute: next must have state's dtype and
-// shape, be built after state, and a recurrence is closed once.
+// shape, and a recurrence is closed once. Next is normally built after state
+// and from it; one built before it makes the state a plain shift of next.
 func (g *Graph) CloseRecurrence(state, next *Tensor) {
 	if !g.check("close", state, next) {
 		return
@@ -59,8 +60,8 @@ func (g *Graph) CloseRecurrence(state, next *Tensor) {
 		g.Errorf("close", "recurrence %v is already closed with %v", state, op.next)
 	case next.dtype != state.dtype || !next.shape.Equal(state.shape):
 		g.Errorf("close", "recurrence %v is %s%v but its next states %v are %s%v", state, state.dtype, state.shape, next, next.dtype, next.shape)
-	case next.id <= state.id:
-		g.Errorf("close", "the next states %v of recurrence %v must be built after it", next, state)
+	case next == state:
+		g.Errorf("close", "recurrence %v cannot be its own next states", state)
 	default:
 		op.next = next
 		g.closes = append(g.closes, state)

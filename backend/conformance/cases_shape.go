@@ -34,6 +34,19 @@ func shapeCases() []Case {
 			b.Output("c1", g.Concat(1, x, y, z))
 			b.Output("c0", g.Concat(0, x, x))
 		}},
+		{Name: "shape/concat_many", Build: func(b *Builder) {
+			// 400 parts, a third of them empty, as an ONNX graph concatenating
+			// per-step results gives: deeper than any compiler nests
+			// brackets if each part took one more level.
+			x := b.Input("x", f32, tile.Shape{400, 3}, nil)
+			g := b.G
+			var parts []*tile.Tensor
+			for i := range 400 {
+				w := i % 3
+				parts = append(parts, g.Slice(x, []int{i, 0}, []int{i + 1, w}, nil))
+			}
+			b.Output("c", g.Concat(1, parts...))
+		}},
 		{Name: "shape/pad", Grad: true, Build: func(b *Builder) {
 			x := b.Input("x", f32, tile.Shape{3, 5, 2}, nil)
 			b.Output("y", b.G.Pad(x, []int{1, 0, 2}, []int{2, 3, 0}, 0.5))

@@ -66,7 +66,7 @@ func Seed(c Case) uint64 {
 // Cases returns every conformance case.
 func Cases() []Case {
 	var all []Case
-	for _, group := range [][]Case{elementwiseCases(), shapeCases(), contractionCases(), opCases(), stateCases(), NaNCases()} {
+	for _, group := range [][]Case{elementwiseCases(), shapeCases(), contractionCases(), opCases(), stateCases(), loopCases(), NaNCases()} {
 		all = append(all, group...)
 	}
 	return all

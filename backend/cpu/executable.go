@@ -29,6 +29,7 @@ type Executable struct {
 	outputs map[string]int
 	vars    map[string]int
 	given   []bool // per buffer: an input that has been set
+	views   []int  // the buffers that are views, placed at each step
 	held    int64  // bytes of the slots, counted against the device's limit
 	ran     bool
 	closed  bool
@@ -65,11 +66,17 @@ func load(d *Device, p *kir.Program) (*Executable, error) {
 	x.slots = allocSlots(size)
 	x.bufs = make([]*buffer, len(p.Buffers))
 	for i, b := range p.Buffers {
+		if b.View != nil {
+			x.views = append(x.views, i)
+			x.bufs[i] = &buffer{kind: b.Kind, dt: b.DType, n: b.Size(), name: b.Name}
+			continue
+		}
 		x.bufs[i] = view(b, x.slots[b.Slot])
 		if b.Kind == kir.Constant {
 			x.bufs[i].fill(b.Init)
 		}
 	}
+	x.place(0)
 	for _, b := range p.Inputs {
 		x.inputs[b.Name] = b.Buffer
 	}
@@ -183,11 +190,45 @@ func (x *Executable) Run() error {
 			return fmt.Errorf("cpu: program %q: input %q is not set", x.prog.Name, in.Name)
 		}
 	}
-	for _, k := range x.kernels {
-		k.run(x)
+	for i := 0; i < len(x.kernels); i++ {
+		l := x.prog.LoopOf(i)
+		if l < 0 {
+			x.kernels[i].run(x)
+			continue
+		}
+		lp := x.prog.Loops[l]
+		for it := range lp.Steps {
+			x.place(lp.Step(it))
+			for _, k := range x.kernels[lp.First:lp.End] {
+				k.run(x)
+			}
+		}
+		x.place(0)
+		i = lp.End - 1
 	}
 	x.ran = true
 	return nil
+}
+
+// place points every view at its elements for step s (see kir.View).
+func (x *Executable) place(s int) {
+	for _, i := range x.views {
+		b := x.prog.Buffers[i]
+		lo, hi := b.Base(s), b.Base(s)+b.Size()
+		of, v := x.bufs[b.View.Of], x.bufs[i]
+		switch {
+		case of.f32 != nil:
+			v.f32 = of.f32[lo:hi:hi]
+		case of.f64 != nil:
+			v.f64 = of.f64[lo:hi:hi]
+		case of.i32 != nil:
+			v.i32 = of.i32[lo:hi:hi]
+		case of.i64 != nil:
+			v.i64 = of.i64[lo:hi:hi]
+		case of.b != nil:
+			v.b = of.b[lo:hi:hi]
+		}
+	}
 }
 
 // ReadOutput implements backend.Executable.

@@ -410,7 +410,12 @@ func newGemmOperand(s *space, p *kir.Program, load *kir.Expr, conds []kir.Cond, 
 		}
 		return sc
 	}
+	contiguous := func(v int) bool { return v >= 0 && li.class != loadGeneral && abs(li.flat.coef[v]) == 1 }
 	switch {
+	case contiguous(kin) && ext[kin] >= 8:
+		// Contiguous runs along K: each row's runs are copies, and the
+		// rows of a block are packed run by run (affinePacker.rowsFast).
+		o.axisVar, o.kMajor = kin, false
 	case kin >= 0 && score(kin) >= score(pin):
 		o.axisVar, o.kMajor = kin, false
 	case pin >= 0:

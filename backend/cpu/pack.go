@@ -312,6 +312,10 @@ func (o *gemmOperand) packAffine(fr *frame, ext []int, batch, bvals []int, split
 			}
 		}
 		outer = o.pVar
+		if ap.rowsFast() && len(outer) > 0 {
+			ap.packRows(fr, ext, outer, base, val, runs, nruns, stride, kc, dst, p0, p1)
+			return kc
+		}
 		for p := p0; p < p1; p++ {
 			copy(val, base)
 			q := p
@@ -388,5 +392,68 @@ func (o *gemmOperand) runAll(fr *frame, cp *copier, outer, runs []int, nruns, st
 			v[f] = outer[f] + c[f]
 		}
 		ap.run(fr, cp, v, r[0], r[1], dst, at+r[2])
+	}
+}
+
+// rowsFast reports whether packRows applies: runs along a contiguous axis
+// whose bounds do not depend on the position along the run, so that every
+// run of a row is copied whole or not at all.
+func (ap *affinePacker) rowsFast() bool {
+	if ap.axis < 0 || ap.isBool || ap.forms[0].coef[ap.axis] != 1 {
+		return false
+	}
+	for _, f := range ap.forms[1:] {
+		if f.coef[ap.axis] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// packRows is the P-major packing of rows p0..p1 when rowsFast holds. The
+// rows are taken in blocks along the innermost P variable, over which every
+// form is affine, and each tabulated run is written for the whole block at
+// once: the rows where its bounds hold (an interval, found once) get a copy,
+// the others zeros. That replaces a bounds check per run and row by one per
+// run and block, the cost that dominated the im2col of small-channel
+// convolutions.
+func (ap *affinePacker) packRows(fr *frame, ext, outer, base, val, runs []int, nruns, stride, kc int, dst []float32, p0, p1 int) {
+	nf := len(ap.forms)
+	v := outer[len(outer)-1]
+	ev := ext[v]
+	step := ap.coefT[v]
+	src := fr.bufs[ap.buf].f32
+	for p := p0; p < p1; {
+		L := min(ev-p%ev, p1-p)
+		copy(val, base)
+		q := p
+		for i := len(outer) - 1; i >= 0; i-- {
+			u := outer[i]
+			ap.add(val, u, q%ext[u])
+			q /= ext[u]
+		}
+		rowAt := (p - p0) * kc
+		for i := range nruns {
+			r := runs[i*stride : (i+1)*stride]
+			c := r[3 : 3+nf]
+			lo, hi := 0, L
+			for f := 1; f < nf && lo < hi; f++ {
+				lo, hi = interval(val[f]+c[f], step[f], ap.forms[f].bound, lo, hi)
+			}
+			n, at := r[1]-r[0], rowAt+r[2]
+			j := 0
+			for ; j < lo; j++ {
+				clear(dst[at+j*kc : at+j*kc+n])
+			}
+			off := val[0] + c[0] + r[0] + lo*step[0]
+			for ; j < hi; j++ {
+				copy(dst[at+j*kc:at+j*kc+n], src[off:off+n])
+				off += step[0]
+			}
+			for ; j < L; j++ {
+				clear(dst[at+j*kc : at+j*kc+n])
+			}
+		}
+		p += L
 	}
 }

@@ -15,7 +15,7 @@ type KernelTime struct {
 }
 
 // Profile runs the program once, timing each kernel, and returns the times
-// in kernel order. Inputs must be set as for Run; the run's effects (outputs
+// in kernel order, a loop's kernels over all its steps. Inputs must be set as for Run; the run's effects (outputs
 // and variable updates) are those of Run.
 func (x *Executable) Profile() ([]KernelTime, error) {
 	if x.closed {
@@ -28,10 +28,30 @@ func (x *Executable) Profile() ([]KernelTime, error) {
 	}
 	out := make([]KernelTime, len(x.kernels))
 	for i, k := range x.kernels {
-		t0 := time.Now()
-		k.run(x)
 		kk := x.prog.Kernels[i]
-		out[i] = KernelTime{Kernel: kk.Name, Executor: executorName(k), Source: kk.Source, Seconds: time.Since(t0).Seconds()}
+		out[i] = KernelTime{Kernel: kk.Name, Executor: executorName(k), Source: kk.Source}
+	}
+	timed := func(i int) {
+		t0 := time.Now()
+		x.kernels[i].run(x)
+		out[i].Seconds += time.Since(t0).Seconds()
+	}
+	// A loop's kernels are timed over all its steps.
+	for i := 0; i < len(x.kernels); i++ {
+		l := x.prog.LoopOf(i)
+		if l < 0 {
+			timed(i)
+			continue
+		}
+		lp := x.prog.Loops[l]
+		for it := range lp.Steps {
+			x.place(lp.Step(it))
+			for j := lp.First; j < lp.End; j++ {
+				timed(j)
+			}
+		}
+		x.place(0)
+		i = lp.End - 1
 	}
 	x.ran = true
 	return out, nil

@@ -22,10 +22,15 @@
 //     of their conditions (padded convolutions and their gradients) are
 //     rendered as matrix products too. Index arithmetic is integer
 //     arithmetic with floor-division helpers; Skip and Fill loads are
-//     bounds-checked reads; Epilogues are fused into the store.
+//     bounds-checked reads; Epilogues are fused into the store. A kernel
+//     reading or writing a view (kir.View) is given its slot's storage and,
+//     after its other arguments, the view's element offset; its first
+//     statement moves the pointer to the view's first element, so every
+//     template addresses views like any buffer.
 //   - Merging (render_merge.go): independent point kernels share one
 //     launch, and chains of small dependent ones run as the stages of one
-//     work-group, so that a step makes few launches.
+//     work-group, so that a step makes few launches. Launches merge only
+//     with launches of the same step loop's body, or outside every loop.
 //   - Building (device.go, render_shard.go, builder.go, cache.go): one
 //     program per executable, or, when helper processes are available, one
 //     per shard of its kernels, built by the helpers at once; binaries are
@@ -36,7 +41,9 @@
 //     EnvBuilder set serves builds for its parent and does nothing else.
 //   - Executing (executable.go): Device.Load allocates one buffer per
 //     storage slot and sets every kernel's arguments once; Run enqueues the
-//     launches without waiting; reads wait.
+//     launches without waiting, those of a step loop (kir.StepLoop) once per
+//     step, setting before each the offsets of the views that move with the
+//     step; reads wait.
 //
 // Errors name the culprit: BuildError carries the compiler log and the
 // kernels it points at, OutOfMemoryError (matching backend.ErrOutOfMemory)

@@ -125,11 +125,12 @@ func isOOM(err error) bool {
 		cl.IsCode(err, cl.OutOfHostMemory) || cl.IsCode(err, cl.InvalidBufferSize)
 }
 
-// slotDescription names a storage slot by the buffers in it.
+// slotDescription names a storage slot by the buffers in it (views, which
+// lie inside one of them, left out).
 func slotDescription(p *kir.Program, slot int) string {
 	var names []string
 	for _, b := range p.Buffers {
-		if b.Slot != slot {
+		if b.Slot != slot || b.View != nil {
 			continue
 		}
 		n := fmt.Sprintf("b%d", b.ID)

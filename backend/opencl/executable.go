@@ -14,10 +14,12 @@ import (
 )
 
 // Executable is a kir.Program loaded on a device: one built OpenCL program,
-// one device buffer per storage slot (temporaries of a slot are views of
-// it), scratch buffers for split reductions and the launches with their
-// arguments set once. Run enqueues every launch on the device's in-order
-// queue and returns without waiting; reads wait.
+// one device buffer per storage slot (temporaries of a slot, views
+// included, lie in it), scratch buffers for split reductions and the
+// launches with their arguments set once, except the offsets of views that
+// move with a loop's step, which are set before each iteration's launch.
+// Run enqueues every launch on the device's in-order queue, a loop's
+// launches once per step, and returns without waiting; reads wait.
 type Executable struct {
 	d        *Device
 	p        *kir.Program
@@ -25,16 +27,36 @@ type Executable struct {
 	slots    []*cl.Buffer
 	scratch  []*cl.Buffer
 	launches []launch
-	inputs   map[string]int
-	outputs  map[string]int
-	vars     map[string]int
-	closed   bool
+	// runs split the launches into consecutive ranges, each outside every
+	// loop or the body of one loop.
+	runs    []launchRun
+	inputs  map[string]int
+	outputs map[string]int
+	vars    map[string]int
+	closed  bool
 }
 
 type launch struct {
 	plan   launchPlan
 	kernel *cl.Kernel
 	rng    cl.NDRange
+	// moving lists the arguments holding the offsets of views that move
+	// with the step; the other offsets are set once.
+	moving []offsetArg
+}
+
+// offsetArg is a kernel argument holding the element offset of view
+// buffer buf within its slot.
+type offsetArg struct {
+	index, buf int
+	wide       bool // a long, not an int
+}
+
+// launchRun is the launches first up to end, run once (loop < 0) or once
+// per step of loop.
+type launchRun struct {
+	first, end int
+	loop       int
 }
 
 // Load builds p for the device: it renders every kernel to OpenCL C, builds
@@ -164,6 +186,17 @@ func (e *Executable) load(r *rendered) error {
 		e.launches = append(e.launches, launch{plan: lp, kernel: k})
 		l := &e.launches[len(e.launches)-1]
 		for i, a := range lp.Args {
+			if a.View >= 0 {
+				b := p.Buffers[a.View]
+				o := offsetArg{index: i, buf: a.View, wide: wideView(p, b)}
+				if err := e.setOffset(l, o, 0); err != nil {
+					return err
+				}
+				if b.View.Stride != 0 {
+					l.moving = append(l.moving, o)
+				}
+				continue
+			}
 			buf := e.scratchOr(a)
 			if err := k.SetArgBuffer(i, buf); err != nil {
 				return fmt.Errorf("opencl: program %q: kernel %s: %w", p.Name, lp.Fn, err)
@@ -188,7 +221,61 @@ func (e *Executable) load(r *rendered) error {
 		global := ceilDiv(lp.Global, local) * local
 		l.rng = cl.NDRange{Global: []int{global}, Local: []int{local}}
 	}
+	for i, l := range e.launches {
+		loop := p.LoopOf(l.plan.Kernel)
+		if n := len(e.runs); n > 0 && e.runs[n-1].loop == loop {
+			e.runs[n-1].end = i + 1
+			continue
+		}
+		e.runs = append(e.runs, launchRun{first: i, end: i + 1, loop: loop})
+	}
 	return d.execError("preparing program "+p.Name, d.queue.Finish())
+}
+
+// setOffset sets argument o of launch l to the offset of its view at step s.
+func (e *Executable) setOffset(l *launch, o offsetArg, s int) error {
+	base := e.p.Buffers[o.buf].Base(s)
+	var err error
+	if o.wide {
+		err = l.kernel.SetArgInt64(o.index, int64(base))
+	} else {
+		err = l.kernel.SetArgInt32(o.index, int32(base))
+	}
+	if err != nil {
+		return e.d.execError(fmt.Sprintf("setting the offset of view b%d at step %d for kernel %s of %q", o.buf, s, l.plan.Fn, e.p.Name), err)
+	}
+	return nil
+}
+
+// schedule calls launch for every launch in execution order, with the step
+// of its loop (0 outside loops), after setting the offsets of the views
+// that move with the step.
+func (e *Executable) schedule(enqueue func(i, step int) error) error {
+	for _, r := range e.runs {
+		steps, lp := 1, kir.StepLoop{}
+		if r.loop >= 0 {
+			lp = e.p.Loops[r.loop]
+			steps = lp.Steps
+		}
+		for it := range steps {
+			s := 0
+			if r.loop >= 0 {
+				s = lp.Step(it)
+			}
+			for i := r.first; i < r.end; i++ {
+				l := &e.launches[i]
+				for _, o := range l.moving {
+					if err := e.setOffset(l, o, s); err != nil {
+						return err
+					}
+				}
+				if err := enqueue(i, s); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // allocSize rounds a buffer size up to a positive multiple of 16 bytes.
@@ -263,18 +350,32 @@ func (e *Executable) ready() error {
 	return e.d.usable()
 }
 
-// Run implements backend.Executable: every kernel is enqueued in order; the
-// call returns once they are submitted.
+// Run implements backend.Executable: every kernel is enqueued in order, the
+// kernels of a loop once per step; the call returns once they are
+// submitted.
 func (e *Executable) Run() error {
 	if err := e.ready(); err != nil {
 		return err
 	}
-	for _, l := range e.launches {
+	err := e.schedule(func(i, s int) error {
+		l := &e.launches[i]
 		if err := e.d.queue.RunKernel(l.kernel, l.rng); err != nil {
-			return e.d.execError(fmt.Sprintf("launching kernel %s (%s) of %q", l.plan.Fn, l.plan.Strategy, e.p.Name), err)
+			return e.d.execError(fmt.Sprintf("launching kernel %s (%s) of %q%s", l.plan.Fn, l.plan.Strategy, e.p.Name, e.stepNote(l, s)), err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return e.d.execError("submitting "+e.p.Name, e.d.queue.Flush())
+}
+
+// stepNote names the step of a launch inside a loop, for messages.
+func (e *Executable) stepNote(l *launch, s int) string {
+	if lp := e.p.LoopOf(l.plan.Kernel); lp >= 0 {
+		return fmt.Sprintf(" at step %d of loop %d", s, lp)
+	}
+	return ""
 }
 
 // Finish waits until every enqueued command has completed.
@@ -299,7 +400,7 @@ func (e *Executable) write(what string, id int, data any) error {
 	if err != nil {
 		return fmt.Errorf("opencl: %q: %s: %w", e.p.Name, what, err)
 	}
-	ev, err := e.d.queue.EnqueueWriteBuffer(e.slots[b.Slot], 0, len(bytes), bytes)
+	ev, err := e.d.queue.EnqueueWriteBuffer(e.slots[b.Slot], b.Base(0)*storageSize(b.DType), len(bytes), bytes)
 	if err != nil {
 		return e.d.execError("writing "+what, err)
 	}
@@ -317,7 +418,7 @@ func (e *Executable) read(what string, id int, dst any) error {
 		return nil
 	}
 	buf := make([]byte, b.Size()*storageSize(b.DType))
-	if err := e.d.queue.ReadBuffer(e.slots[b.Slot], 0, len(buf), buf); err != nil {
+	if err := e.d.queue.ReadBuffer(e.slots[b.Slot], b.Base(0)*storageSize(b.DType), len(buf), buf); err != nil {
 		return e.d.execError("reading "+what, err)
 	}
 	return decode(b.DType, buf, dst)
@@ -422,8 +523,9 @@ type LaunchTime struct {
 }
 
 // Profile runs the program once with an event per launch and returns each
-// launch's device time, in launch order. The device must have been opened
-// with WithProfiling.
+// launch's device time, in launch order; a launch inside a loop reports the
+// sum over the loop's steps. The device must have been opened with
+// WithProfiling.
 func (e *Executable) Profile() ([]LaunchTime, error) {
 	if err := e.ready(); err != nil {
 		return nil, err
@@ -431,31 +533,41 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 	if !e.d.cfg.profile {
 		return nil, fmt.Errorf("opencl: Profile of %q: device %s was opened without WithProfiling", e.p.Name, e.d.cand.ID)
 	}
-	events := make([]*cl.Event, 0, len(e.launches))
+	type timed struct {
+		launch int
+		ev     *cl.Event
+	}
+	var events []timed
 	defer func() {
-		for _, ev := range events {
-			ev.Release()
+		for _, t := range events {
+			t.ev.Release()
 		}
 	}()
-	for _, l := range e.launches {
+	err := e.schedule(func(i, s int) error {
+		l := &e.launches[i]
 		ev, err := e.d.queue.EnqueueKernel(l.kernel, l.rng)
 		if err != nil {
-			return nil, e.d.execError(fmt.Sprintf("launching kernel %s of %q", l.plan.Fn, e.p.Name), err)
+			return e.d.execError(fmt.Sprintf("launching kernel %s of %q%s", l.plan.Fn, e.p.Name, e.stepNote(l, s)), err)
 		}
-		events = append(events, ev)
+		events = append(events, timed{i, ev})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := e.d.queue.Finish(); err != nil {
 		return nil, e.d.execError("profiling "+e.p.Name, err)
 	}
-	out := make([]LaunchTime, len(events))
-	for i, ev := range events {
-		t, err := ev.Profile()
+	out := make([]LaunchTime, len(e.launches))
+	for i, l := range e.launches {
+		out[i] = LaunchTime{Fn: l.plan.Fn, Strategy: l.plan.Strategy, Source: e.p.Kernels[l.plan.Kernel].Source}
+	}
+	for _, x := range events {
+		t, err := x.ev.Profile()
 		if err != nil {
-			return nil, fmt.Errorf("opencl: profile of %s: %w", e.launches[i].plan.Fn, err)
+			return nil, fmt.Errorf("opencl: profile of %s: %w", e.launches[x.launch].plan.Fn, err)
 		}
-		l := e.launches[i].plan
-		out[i] = LaunchTime{Fn: l.Fn, Strategy: l.Strategy, Source: e.p.Kernels[l.Kernel].Source,
-			Seconds: float64(t.Ended-t.Started) / 1e9}
+		out[x.launch].Seconds += float64(t.Ended-t.Started) / 1e9
 	}
 	return out, nil
 }
@@ -465,7 +577,11 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 func (e *Executable) Launches() []string {
 	var out []string
 	for _, l := range e.launches {
-		out = append(out, fmt.Sprintf("%s: %s, %v", l.plan.Fn, l.plan.Strategy, l.rng))
+		s := fmt.Sprintf("%s: %s, %v", l.plan.Fn, l.plan.Strategy, l.rng)
+		if lp := e.p.LoopOf(l.plan.Kernel); lp >= 0 {
+			s += fmt.Sprintf(", loop %d (%d steps)", lp, e.p.Loops[lp].Steps)
+		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -478,7 +594,11 @@ func debugKernels(d *Device, p *kir.Program, r *rendered) {
 	}
 	fmt.Fprintf(os.Stderr, "=== OpenCL program %q for %s %q: %d launches\n", p.Name, d.cand.ID, d.info.Name, len(r.Launches))
 	for _, l := range r.Launches {
-		fmt.Fprintf(os.Stderr, "  %s: kernel %d, %s, %d work-items\n", l.Fn, l.Kernel, l.Strategy, l.Global)
+		loop := ""
+		if lp := p.LoopOf(l.Kernel); lp >= 0 {
+			loop = fmt.Sprintf(", loop %d (%d steps)", lp, p.Loops[lp].Steps)
+		}
+		fmt.Fprintf(os.Stderr, "  %s: kernel %d, %s, %d work-items%s\n", l.Fn, l.Kernel, l.Strategy, l.Global, loop)
 	}
 	fmt.Fprintln(os.Stderr, r.Source)
 }

@@ -11,15 +11,41 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// argRef names one argument of a launch: a buffer of the program (Buf ≥ 0)
-// or one of the scratch buffers the renderer asked for (Scratch ≥ 0).
+// argRef names one argument of a launch: a buffer of the program (Buf ≥ 0),
+// one of the scratch buffers the renderer asked for (Scratch ≥ 0), or the
+// element offset of view buffer View (View ≥ 0) within its slot's storage,
+// an int (a long when the storage has 2^31 elements or more) that the
+// executable sets for every step of a loop.
 type argRef struct {
-	Buf, Scratch int
+	Buf, Scratch, View int
 }
 
-func bufArg(id int) argRef     { return argRef{Buf: id, Scratch: -1} }
-func scratchArg(i int) argRef  { return argRef{Buf: -1, Scratch: i} }
+func bufArg(id int) argRef     { return argRef{Buf: id, Scratch: -1, View: -1} }
+func scratchArg(i int) argRef  { return argRef{Buf: -1, Scratch: i, View: -1} }
+func viewArg(id int) argRef    { return argRef{Buf: -1, Scratch: -1, View: id} }
 func scratchName(i int) string { return "p" + strconv.Itoa(i) }
+func viewName(id int) string   { return "v" + strconv.Itoa(id) }
+
+// wideView reports whether the offsets of view buffer b need a long: its
+// storage has too many elements for an int.
+func wideView(p *kir.Program, b *kir.Buffer) bool {
+	return b.View != nil && p.Buffers[b.View.Of].Size() >= math.MaxInt32
+}
+
+// viewPrologue returns the statements that start a __kernel whose launch
+// arguments are args: every view buffer's pointer, which the executable
+// binds to its slot's storage, moves to the view's first element, so that
+// the kernel's code addresses a view like any buffer. Kernels without
+// views have no prologue.
+func viewPrologue(args []argRef) string {
+	var b strings.Builder
+	for _, a := range args {
+		if a.View >= 0 {
+			fmt.Fprintf(&b, "\t%s += %s;\n", bufName(a.View), viewName(a.View))
+		}
+	}
+	return b.String()
+}
 
 // launchPlan is one kernel launch of a rendered program: a 1-D range of
 // Global work-items in work-groups of Local (0: the backend's choice).
@@ -381,8 +407,9 @@ func decodeVars(w *writer, it, idx string, vars []int, ranges []kir.Range, names
 }
 
 // params renders the parameter list: the output buffer first, then every
-// buffer read (ascending), then scratch buffers. restrict is used only when
-// no two of the buffers share storage.
+// buffer read (ascending), then scratch buffers, then the offset of every
+// view among the buffers (see viewPrologue). restrict is used only when no
+// two of the buffers share storage (a view shares its parent's).
 func (r *renderer) params(out int, reads map[int]bool, scratch []scratchParam) (string, []argRef) {
 	ids := []int{out}
 	var rs []int
@@ -424,6 +451,12 @@ func (r *renderer) params(out int, reads map[int]bool, scratch []scratchParam) (
 	for _, s := range scratch {
 		parts = append(parts, fmt.Sprintf("__global %s* restrict %s", s.ctype, scratchName(s.index)))
 		args = append(args, scratchArg(s.index))
+	}
+	for _, id := range ids {
+		if b := r.p.Buffers[id]; b.View != nil {
+			parts = append(parts, fmt.Sprintf("const %s %s", idxType(wideView(r.p, b)), viewName(id)))
+			args = append(args, viewArg(id))
+		}
 	}
 	return strings.Join(parts, ", "), args
 }
@@ -656,6 +689,7 @@ func (r *renderer) renderLoops(i int, k *kir.Kernel) error {
 // given its body after gid is set, and adds its launch.
 func (r *renderer) pointKernel(lp launchPlan, params, body string, wide bool) {
 	it := idxType(wide)
+	body = viewPrologue(lp.Args) + body
 	lp.span[0] = r.out.Len()
 	fmt.Fprintf(&r.out, "__kernel void %s(%s) {\n\tconst %s gid = (%s)get_global_id(0);\n%s}\n", lp.Fn, params, it, it, body)
 	lp.span[1] = r.out.Len()

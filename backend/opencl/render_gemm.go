@@ -469,7 +469,7 @@ func (r *renderer) renderGEMM(i int, k *kir.Kernel, pl *gemmPlan) error {
 	params, args := r.params(k.Out, reads, scratch)
 	g := gemmGen{cfg: cfg, pl: pl, ct: ct, fn: fn, contA: contA, contB: contB,
 		callA: argList(readsA, -1), callB: argList(readsB, -1), callS: argList(readsS, k.Out), partial: partial, emul: r.t.EmulateMMA}
-	body := g.kernel()
+	body := viewPrologue(args) + g.kernel()
 	local := cfg.threads()
 	fmt.Fprintf(&r.out, "// %s\n__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s) {\n%s}\n", cfg, local, fn, params, body)
 	groups := ceilDiv(pl.M, cfg.BM) * ceilDiv(pl.N, cfg.BN) * pl.B * cfg.Splits

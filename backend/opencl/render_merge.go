@@ -53,6 +53,9 @@ func (r *renderer) mergeLaunches() string {
 	resources := func(lp launchPlan) []access {
 		var out []access
 		for j, a := range lp.Args {
+			if a.View >= 0 {
+				continue // an offset, not memory
+			}
 			res := -1 - a.Scratch
 			if a.Buf >= 0 {
 				res = r.p.Buffers[a.Buf].Slot
@@ -63,12 +66,36 @@ func (r *renderer) mergeLaunches() string {
 		}
 		return out
 	}
+	// A region is a run of launches that are all outside loops or all in
+	// one loop's body. Launches never merge across regions: every launch
+	// depends on every launch of the region before its own, so that the
+	// launches ready at any time are of one region, and a chain takes only
+	// launches of its own region. Merging within a loop's body is sound:
+	// one iteration's launches keep a topological order of their
+	// dependencies, and iterations run one after another.
+	region := make([]int, len(ls))
+	for i := 1; i < len(ls); i++ {
+		region[i] = region[i-1]
+		if r.p.LoopOf(ls[i].Kernel) != r.p.LoopOf(ls[i-1].Kernel) {
+			region[i]++
+		}
+	}
 	deps := make([][]int, len(ls))
 	last := map[int][]int{} // resource -> launches touching it so far
 	acc := make([][]access, len(ls))
+	prev, start := 0, 0 // the first launches of the previous region and of this one
 	for i, lp := range ls {
 		acc[i] = resources(lp)
 		seen := map[int]bool{}
+		if i > 0 && region[i] != region[i-1] {
+			prev, start = start, i
+		}
+		if region[i] > 0 {
+			for j := prev; j < start; j++ {
+				seen[j] = true
+				deps[i] = append(deps[i], j)
+			}
+		}
 		for _, a := range acc[i] {
 			for _, j := range last[a.res] {
 				if seen[j] {
@@ -158,7 +185,13 @@ func (r *renderer) mergeLaunches() string {
 				for _, i := range g.stages[len(g.stages)-1] {
 					done[i] = true
 				}
-				next := take(readySet(), args, small)
+				var more []int
+				for _, i := range readySet() {
+					if region[i] == region[g.stages[0][0]] {
+						more = append(more, i)
+					}
+				}
+				next := take(more, args, small)
 				if len(next) == 0 {
 					break
 				}
@@ -295,6 +328,9 @@ func (r *renderer) writeMerged(out *strings.Builder, index int, g mergeGroup) la
 func argName(a argRef) string {
 	if a.Buf >= 0 {
 		return bufName(a.Buf)
+	}
+	if a.View >= 0 {
+		return viewName(a.View)
 	}
 	return scratchName(a.Scratch)
 }

@@ -145,7 +145,7 @@ func (r *renderer) renderReduce(i int, k *kir.Kernel) error {
 	}
 	w.close("}")
 	params, args := r.params(k.Out, reads, scratch)
-	fmt.Fprintf(&r.out, "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s) {\n%s}\n", nt, fn, params, w.b.String())
+	fmt.Fprintf(&r.out, "__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s) {\n%s%s}\n", nt, fn, params, viewPrologue(args), w.b.String())
 	r.r.Launches = append(r.r.Launches, launchPlan{Fn: fn, Kernel: i, Strategy: fmt.Sprintf("reduce %dx%d split %d", g.TX, g.TY, g.Splits),
 		Args: args, Global: g.GroupsX * g.Splits * nt, Local: nt, Fixed: true})
 	if g.Splits == 1 {

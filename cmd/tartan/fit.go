@@ -19,6 +19,7 @@ import (
 	"github.com/tartanml/tartan/internal/fileinfo"
 	"github.com/tartanml/tartan/nn"
 	"github.com/tartanml/tartan/nn/plot"
+	"github.com/tartanml/tartan/onnx"
 )
 
 // fitOptions are the flags of tartan fit.
@@ -68,15 +69,23 @@ var defaultLearningRates = map[string]float64{
 }
 
 const fitAbout = `Trains a model on Fashion-MNIST: a showcase model from freshly drawn weights,
-or a model saved by tartan fit --save, trained further with a new optimizer.
+a model saved by tartan fit --save, trained further with a new optimizer, or an
+ONNX model (FILE.onnx), fine-tuned from its own weights.
 Prints the model's summary, a progress bar per epoch (with the validation
 loss and accuracy under --validation-split) and the accuracy on the test set.`
 
 const fitFooter = `Output paths (--save, --json, --plot, --checkpoint) must name regular files
 (or new files in writable directories), each its own; they are checked before
 training. With --checkpoint a run resumes from the file when it exists, keeping
-the checkpoint's seed and optimizer. An .onnx --model is refused: the command
-line runs ONNX models (tartan run) but does not train them yet.
+the checkpoint's seed and optimizer.
+
+An ONNX --model needs one input that takes the images, of shape [N, 28, 28, 1]
+(channels last), [N, 1, 28, 28] (channels first) or [N, 784] (flattened), with
+the batch dimension N open, and one output of shape [N, 10]. The output is taken
+for probabilities when its last node is Softmax and for logits otherwise, and
+the loss is the cross-entropy of probabilities or from logits accordingly.
+--save writes it back as ONNX (the graph as read, with the fine-tuned weights)
+and must name a .onnx file.
 
 Exit status: 0 success, 1 error, 2 usage error, 3 training stopped by a NaN,
 70 internal error.`
@@ -84,7 +93,7 @@ Exit status: 0 success, 1 error, 2 usage error, 3 training stopped by a NaN,
 func parseFit(args []string, stdout io.Writer) (*fitOptions, error) {
 	o := &fitOptions{}
 	f := newVerbFlags("fit", "fit [flags]", fitAbout, fitFooter)
-	f.StringVar(&o.model, "model", "fashion-cnn", "the model to train, `NAME|FILE`: a showcase model ("+strings.Join(nn.ShowcaseModels(), ", ")+"),\nor a model saved by tartan fit --save, which trains further")
+	f.StringVar(&o.model, "model", "fashion-cnn", "the model to train, `NAME|FILE`: a showcase model ("+strings.Join(nn.ShowcaseModels(), ", ")+"),\na model saved by tartan fit --save, which trains further, or an ONNX model\n(FILE.onnx), which is fine-tuned")
 	f.IntVar(&o.epochs, "epochs", 10, "train for `N` epochs")
 	f.batchFlag(&o.batch, 64, "training and testing")
 	f.deviceFlag(&o.device)
@@ -94,7 +103,7 @@ func parseFit(args []string, stdout io.Writer) (*fitOptions, error) {
 	f.Float64Var(&o.valSplit, "validation-split", 0, "hold out the last fraction `F` (0 ≤ F < 1) of the training samples and\nreport val_loss and val_accuracy on them after every epoch")
 	f.StringVar(&o.optimizer, "optimizer", "adam", "the optimizer `NAME`: adam, sgd, rmsprop, adagrad, nadam, adamax or lion")
 	f.Float64Var(&o.lr, "learning-rate", 0, "the optimizer's learning rate `LR`\n(default: Keras's for the optimizer: adam 0.001, sgd 0.01, rmsprop 0.001)")
-	f.StringVar(&o.save, "save", "", "save the trained model (architecture, weights and class names) to `FILE`")
+	f.StringVar(&o.save, "save", "", "save the trained model (architecture, weights and class names) to `FILE`\n(an ONNX --model: as ONNX with the fine-tuned weights, to a .onnx FILE)")
 	f.StringVar(&o.plot, "plot", "", "draw the loss and accuracy curves and the test accuracy into `FILE`.png")
 	f.jsonFlag(&o.jsonPath)
 	f.StringVar(&o.checkpoint, "checkpoint", "", "save a checkpoint to `FILE` after every epoch, and resume from it\nwhen it exists")
@@ -154,16 +163,14 @@ func newOptimizer(name string, lr float64) nn.Optimizer {
 }
 
 // fitModel returns the model --model names: a showcase model, whose
-// weights are still to be drawn (fresh is true), or a model file.
+// weights are still to be drawn (fresh is true), or a model file saved by
+// tartan fit --save (an ONNX file is newONNXClassifier's).
 func fitModel(name string) (m *nn.Model, fresh bool, err error) {
 	for _, s := range nn.ShowcaseModels() {
 		if name == s {
 			m, err := nn.ShowcaseModel(name)
 			return m, true, err
 		}
-	}
-	if isONNX(name) {
-		return nil, false, onnxError("--model", name)
 	}
 	if _, err := os.Stat(name); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -182,8 +189,17 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, fresh, err := fitModel(o.model)
-	if err != nil {
+	var m *nn.Model
+	var fresh bool
+	var src *onnx.Model // an ONNX --model, made an nn model once the data is read
+	if isONNX(o.model) {
+		if o.save != "" && !isONNX(o.save) {
+			return usageError("--save %s: an ONNX --model is saved as ONNX, its graph with the fine-tuned weights; give a .onnx file", o.save)
+		}
+		if src, err = loadONNXModel(o.model); err != nil {
+			return err
+		}
+	} else if m, fresh, err = fitModel(o.model); err != nil {
 		return err
 	}
 	// Everything the run will write is checked before the work starts, so
@@ -237,7 +253,13 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 				o.valSplit, trainSet.Len(), nTrain, trainSet.Len()-nTrain)
 		}
 	}
-	if err := fitsData("--model "+o.model, m, trainSet); err != nil {
+	var oc *onnxClassifier
+	if src != nil {
+		if oc, err = newONNXClassifier(o.model, src, trainSet); err != nil {
+			return err
+		}
+		m = oc.model
+	} else if err := fitsData("--model "+o.model, m, trainSet); err != nil {
 		return err
 	}
 	train, err := nn.FromDataset(trainSet)
@@ -258,7 +280,12 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--model %s: %w", o.model, err)
 	}
 	fmt.Fprint(stdout, m.Summary())
-	if err := m.Compile(newOptimizer(o.optimizer, o.lr), nn.SparseCategoricalCrossentropy(), nn.Metrics("accuracy"),
+	loss := nn.SparseCategoricalCrossentropy()
+	if oc != nil {
+		fmt.Fprintln(stdout, oc.about)
+		loss = oc.loss()
+	}
+	if err := m.Compile(newOptimizer(o.optimizer, o.lr), loss, nn.Metrics("accuracy"),
 		nn.OnDevice(dev), nn.Seed(o.seed)); err != nil {
 		return err
 	}
@@ -323,6 +350,11 @@ func fitCommand(args []string, stdout, stderr io.Writer) error {
 	case o.save != "" && stopped:
 		// The weights of a run stopped by a NaN are not worth keeping.
 		fmt.Fprintf(stderr, "tartan: not saving the model to %s: training stopped early\n", o.save)
+	case o.save != "" && oc != nil:
+		if err := oc.save(o.save); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Saved the fine-tuned ONNX model to %s\n", o.save)
 	case o.save != "":
 		if err := m.Save(o.save); err != nil {
 			return err

@@ -18,23 +18,32 @@
 //	tartan bench --onnx MODEL.onnx [--batch N] [--device ID] [--json FILE]
 //
 // MODEL (and a --model FILE) is a model saved by tartan fit --save: its
-// architecture, weights and class names in one safetensors file. An ONNX
-// file (.onnx) is refused there with an error (status 1): the command line
-// runs ONNX models (tartan run) but does not train them yet. Every command takes --help, which prints its flags and
-// exits with 0; "tartan help COMMAND" does the same. Flags may come before
-// or after the arguments.
+// architecture, weights and class names in one safetensors file. fit also
+// takes an ONNX file (.onnx) as --model; evaluate, predict and summary
+// refuse one with an error (status 1), run and bench --onnx run it. Every
+// command takes --help, which prints its flags and exits with 0; "tartan
+// help COMMAND" does the same. Flags may come before or after the
+// arguments.
 //
 // fit trains a model on Fashion-MNIST: a showcase model (--model
-// fashion-cnn or fashion-mlp) from weights drawn from --seed, or a saved
-// model, which trains further with a new optimizer (--optimizer, by default
-// adam, and --learning-rate, by default the optimizer's Keras default:
-// 0.001 for adam and rmsprop, 0.01 for sgd). It prints the model's summary,
+// fashion-cnn or fashion-mlp) from weights drawn from --seed, a saved
+// model, or an ONNX model, fine-tuned from its initializers. An ONNX model
+// must have one input that takes the images, [N, 28, 28, 1] (channels
+// last), [N, 1, 28, 28] (channels first) or [N, 784] (flattened), with the
+// batch dimension N open, and one output of [N, 10]: probabilities when
+// its last node (past Identity, Reshape, Flatten, Squeeze and Unsqueeze)
+// is Softmax, logits otherwise, trained with the sparse categorical
+// cross-entropy of probabilities or from logits accordingly; --save then
+// writes it back as ONNX, its graph as read with the fine-tuned weights,
+// and must name a .onnx file. Every model trains with the optimizer of
+// --optimizer (by default adam) and --learning-rate (by default the
+// optimizer's Keras default: 0.001 for adam and rmsprop, 0.01 for sgd). It prints the model's summary,
 // a progress bar per epoch and the accuracy on the full test set. With
 // --validation-split F it holds out the last fraction F of the training
 // samples and reports val_loss and val_accuracy after every epoch, in the
 // progress output, the --json history and the --plot. --plot draws the
 // loss and accuracy curves and marks the test accuracy; --save keeps the
-// class names of the data with the model.
+// class names of the data with an nn model.
 //
 // Before the first step it checks everything it will write: each output
 // path (--save, --json, --plot, --checkpoint) must name a regular file or

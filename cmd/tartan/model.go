@@ -14,11 +14,12 @@ import (
 func isONNX(path string) bool { return strings.EqualFold(filepath.Ext(path), ".onnx") }
 
 // onnxError is the error for an ONNX model file given to a verb that needs
-// an nn model: the command line runs ONNX models (tartan run) but does not
-// yet train, evaluate or summarise them (from Go, onnx's NNModel makes one
-// an nn model). what says where the path came from (a flag or an argument).
+// an nn model: the command line runs ONNX models (tartan run) and
+// fine-tunes them (tartan fit --model), but does not yet evaluate, predict
+// with or summarise them (from Go, onnx's NNModel makes one an nn model).
+// what says where the path came from (a flag or an argument).
 func onnxError(what, path string) error {
-	return fmt.Errorf("%s %s: this command does not take ONNX models yet (run it with tartan run %s; from Go, onnx.Model.NNModel makes it an nn model to fit); give a model saved by tartan fit --save (a .safetensors file)", what, path, path)
+	return fmt.Errorf("%s %s: this command does not take ONNX models yet (run it with tartan run %s, fine-tune it with tartan fit --model %s; from Go, onnx.Model.NNModel makes it an nn model); give a model saved by tartan fit --save (a .safetensors file)", what, path, path, path)
 }
 
 // loadModelFile loads a model written by tartan fit --save (nn.Save) or a

@@ -353,8 +353,8 @@ func TestSavedModelVerbs(t *testing.T) {
 		}{
 			{"predict a FIFO", []string{"predict", model, fifo, "--device", "cpu"}, exitError, "image " + fifo + " is a named pipe (FIFO), not a regular file"},
 			{"predict a huge image", []string{"predict", model, hugeFile, "--device", "cpu"}, exitError, "image " + hugeFile + " is 100000×100000 pixels; predict reads images of 1 to 100000000 pixels"},
-			{"fit an ONNX model", []string{"fit", "--model", onnx, "--data", dir, "--device", "cpu"}, exitError, "--model " + onnx + ": this command does not take ONNX models yet (run it with tartan run " + onnx + ";"},
-			{"predict with an ONNX model", []string{"predict", onnx, text}, exitError, "model " + onnx + ": this command does not take ONNX models yet"},
+			{"fit a file that is no ONNX model", []string{"fit", "--model", onnx, "--data", dir, "--device", "cpu"}, exitError, "--model: " + onnx + ": decoding the model: "},
+			{"predict with an ONNX model", []string{"predict", onnx, text}, exitError, "model " + onnx + ": this command does not take ONNX models yet (run it with tartan run " + onnx + ", fine-tune it with tartan fit --model " + onnx + ";"},
 			{"evaluate an ONNX model", []string{"evaluate", onnx}, exitError, "this command does not take ONNX models yet"},
 			{"summary of a text file", []string{"summary", text}, exitError, "not a valid safetensors file"},
 			{"summary of a missing file", []string{"summary", filepath.Join(tmp, "nope")}, exitError, "no such file"},

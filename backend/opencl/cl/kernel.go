@@ -67,6 +67,13 @@ func (k *Kernel) SetArgInt32(i int, v int32) error {
 	return k.setArg(i, 4, unsafe.Pointer(p), "int")
 }
 
+// SetArgInt64 sets argument i (a long) to v.
+func (k *Kernel) SetArgInt64(i int, v int64) error {
+	p := new(int64)
+	*p = v
+	return k.setArg(i, 8, unsafe.Pointer(p), "long")
+}
+
 // SetArgUint32 sets argument i (a uint) to v.
 func (k *Kernel) SetArgUint32(i int, v uint32) error {
 	p := new(uint32)

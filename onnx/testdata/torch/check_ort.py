@@ -8,11 +8,21 @@ expected ones.
 The first form feeds the inputs in the graph's input order and compares
 output k with the k-th expected array. The second checks every NAME.onnx
 in DIR that has NAME_input.npy and NAME_output.npy beside it (what
-export_models.py writes). Outputs agree when |got - want| <= atol + rtol·|want|
-elementwise (rtol 1e-4, atol 1e-5 unless --rtol and --atol say otherwise).
+export_models.py and the Go test TestExportForRuntime write). Outputs
+agree when |got - want| <= atol + rtol·|want| elementwise (rtol 1e-4,
+atol 1e-5 unless --rtol and --atol say otherwise).
 It runs on onnxruntime's CPU provider unless --cuda is given (then on CUDA
 with TF32 off, so that float32 products stay within the tolerance). It
 prints one line per model and exits with status 1 if any disagrees.
+
+To check Tartan's ONNX export (onnx.Export) of every nn layer kind, every
+activation and the larger test models, from the repository root:
+
+    TARTAN_ONNX_EXPORT_DIR=/tmp/tartan-export go test ./onnx -run TestExportForRuntime -count=1
+    python3 onnx/testdata/torch/check_ort.py --dir /tmp/tartan-export
+
+TestExportForRuntime writes NAME.onnx, NAME_input.npy and NAME_output.npy
+(the nn model's own prediction) for each model; it needs no Python.
 """
 import argparse
 import glob

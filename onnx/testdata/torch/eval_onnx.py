@@ -2,9 +2,12 @@
 """Evaluates an ONNX graph with PyTorch, op by op, in float64.
 
     eval_onnx.py MODEL.onnx OUTDIR INPUT.npy...
+    eval_onnx.py --dir DIR
 
-feeds the inputs (in the graph's input order) and writes every graph output
-k to OUTDIR/output_K.npy as float32. It knows the operators the Go exporter
+The first form feeds the inputs (in the graph's input order) and writes
+every graph output k to OUTDIR/output_K.npy as float32. The second
+evaluates every NAME.onnx in DIR that has NAME_input.npy beside it, its
+one input, and writes its first output to NAME_eval.npy there. It knows the operators the Go exporter
 (onnx/export.go) emits, each written here from the ONNX operator
 specification (opset 17) on top of torch.nn.functional; any other operator is
 an error. This machine has no ONNX runtime; check_ort.py compares with
@@ -58,6 +61,87 @@ def pool(x, kind, kernel_shape, strides=None, pads=None, count_include_pad=0, ce
     return s / f(ones, kernel_shape, strides)
 
 
+def conv_transpose(x, w, b=None, kernel_shape=None, strides=None, dilations=None, pads=None, output_padding=None, group=1):
+    """ConvTranspose: the full transposed convolution, output_padding at the
+    end of each axis, then the pads cut from both ends."""
+    r = w.dim() - 2
+    strides = strides or [1] * r
+    dilations = dilations or [1] * r
+    pads = pads or [0] * (2 * r)
+    output_padding = output_padding or [0] * r
+    f = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[r]
+    y = f(x, w, None, stride=strides, groups=group, dilation=dilations)
+    spec = []
+    for d in reversed(range(r)):
+        spec += [0, output_padding[d]]
+    y = F.pad(y, spec)  # positions no input reaches: zero, then the bias
+    if b is not None:
+        y = y + b.reshape(-1, *[1] * r)
+    idx = [slice(None), slice(None)] + [slice(pads[d], y.shape[2 + d] - pads[d + r]) for d in range(r)]
+    return y[tuple(idx)]
+
+
+def pad(x, pads, value=None, mode="constant"):
+    assert mode == "constant"
+    pads = [int(p) for p in pads.tolist()]
+    r = x.dim()
+    spec = []
+    for d in reversed(range(r)):
+        spec += [pads[d], pads[d + r]]
+    return F.pad(x, spec, value=0.0 if value is None else float(value))
+
+
+def slice_(x, starts, ends, axes=None, steps=None):
+    starts, ends = starts.tolist(), ends.tolist()
+    axes = list(range(len(starts))) if axes is None else axes.tolist()
+    steps = [1] * len(starts) if steps is None else steps.tolist()
+    idx = [slice(None)] * x.dim()
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        assert st == 1, "Slice with steps other than 1 is not handled"
+        n = x.shape[a]
+        s = min(max(s + n if s < 0 else s, 0), n)
+        e = min(max(e + n if e < 0 else e, 0), n)
+        idx[a] = slice(s, e)
+    return x[tuple(idx)]
+
+
+def resize(x, roi=None, scales=None, sizes=None, mode="nearest", coordinate_transformation_mode="half_pixel",
+           nearest_mode="round_prefer_floor", **rest):
+    """Resize by scales, axis by axis: nearest ("floor") or linear, with
+    the "asymmetric" or "half_pixel" coordinate transformation."""
+    assert sizes is None and not rest, "Resize by sizes or with %s is not handled" % sorted(rest)
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    ctm = coordinate_transformation_mode
+    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+    nm = nearest_mode.decode() if isinstance(nearest_mode, bytes) else nearest_mode
+    for a, s in enumerate(scales.tolist()):
+        n = x.shape[a]
+        out = int(np.floor(n * np.float32(s)))
+        if out == n and s == 1:
+            continue
+        pos = torch.arange(out, dtype=torch.float64)
+        if ctm == "half_pixel":
+            orig = (pos + 0.5) / s - 0.5
+        elif ctm == "asymmetric":
+            orig = pos / s
+        else:
+            raise ValueError("coordinate_transformation_mode %s is not handled" % ctm)
+        if mode == "nearest":
+            assert nm == "floor", "nearest_mode %s is not handled" % nm
+            x = torch.index_select(x, a, torch.clamp(torch.floor(orig), 0, n - 1).to(torch.int64))
+        elif mode == "linear":
+            orig = torch.clamp(orig, 0, n - 1)
+            lo = torch.floor(orig).to(torch.int64)
+            hi = torch.clamp(lo + 1, max=n - 1)
+            shape = [1] * x.dim()
+            shape[a] = out
+            wt = (orig - lo).reshape(shape)
+            x = torch.index_select(x, a, lo) * (1 - wt) + torch.index_select(x, a, hi) * wt
+        else:
+            raise ValueError("Resize mode %s is not handled" % mode)
+    return x
+
+
 def reshape(x, shape):
     shape = [int(d) for d in shape]
     out = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
@@ -79,6 +163,10 @@ OPS = {
     "Constant": lambda value: tensor(numpy_helper.to_array(value)),
     "Transpose": lambda x, perm: x.permute(*perm),
     "Conv": conv,
+    "ConvTranspose": conv_transpose,
+    "Pad": pad,
+    "Slice": slice_,
+    "Resize": resize,
     "MaxPool": lambda x, **a: pool(x, "max", **a),
     "AveragePool": lambda x, **a: pool(x, "avg", **a),
     "GlobalAveragePool": lambda x: x.mean(dim=tuple(range(2, x.dim())), keepdim=True),
@@ -165,8 +253,18 @@ def evaluate(model, inputs):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--dir":
+        d = sys.argv[2]
+        for name in sorted(os.listdir(d)):
+            base = os.path.join(d, name[:-len(".onnx")])
+            if not name.endswith(".onnx") or not os.path.exists(base + "_input.npy"):
+                continue
+            with torch.no_grad():
+                outs = evaluate(onnx.load(os.path.join(d, name)), [np.load(base + "_input.npy")])
+            np.save(base + "_eval.npy", outs[0].numpy().astype(np.float32))
+        return
     if len(sys.argv) < 3:
-        sys.exit("usage: eval_onnx.py MODEL.onnx OUTDIR INPUT.npy...")
+        sys.exit("usage: eval_onnx.py MODEL.onnx OUTDIR INPUT.npy... or eval_onnx.py --dir DIR")
     model = onnx.load(sys.argv[1])
     inputs = [np.load(p) for p in sys.argv[3:]]
     with torch.no_grad():
