@@ -14,16 +14,18 @@ import (
 // testdata/torch/gen_recurrent.py (see its docstring for the layouts).
 
 type recurrentGolden struct {
-	Cases []struct {
-		Name        string                  `json:"name"`
-		X           goldenTensor            `json:"x"`
-		Target      goldenTensor            `json:"target"`
-		Output      goldenTensor            `json:"output"`
-		Loss        float64                 `json:"loss"`
-		InputGrad   goldenTensor            `json:"input_grad"`
-		Weights     map[string]goldenTensor `json:"weights"`
-		WeightGrads map[string]goldenTensor `json:"weight_grads"`
-	} `json:"cases"`
+	Cases []recurrentCase `json:"cases"`
+}
+
+type recurrentCase struct {
+	Name        string                  `json:"name"`
+	X           goldenTensor            `json:"x"`
+	Target      goldenTensor            `json:"target"`
+	Output      goldenTensor            `json:"output"`
+	Loss        float64                 `json:"loss"`
+	InputGrad   goldenTensor            `json:"input_grad"`
+	Weights     map[string]goldenTensor `json:"weights"`
+	WeightGrads map[string]goldenTensor `json:"weight_grads"`
 }
 
 // goldenRecurrentLayers are the layers of each case, as gen_recurrent.py
@@ -76,7 +78,7 @@ func (m layerMakers) layers() map[string]func() []Layer {
 // step (learning rate 0.1, mean squared error) moves the table by −0.1 times
 // the gradient with respect to x and every weight by −0.1 times its own:
 // both are compared with PyTorch's gradients, and the output of Predict with
-// PyTorch's output.
+// PyTorch's output, on the reference and CPU devices.
 func TestRecurrentMatchPyTorch(t *testing.T) {
 	raw, err := os.ReadFile("testdata/torch/recurrent.json")
 	if err != nil {
@@ -89,62 +91,63 @@ func TestRecurrentMatchPyTorch(t *testing.T) {
 	if len(g.Cases) != len(goldenRecurrentLayers) {
 		t.Errorf("%d golden cases for %d layer sets", len(g.Cases), len(goldenRecurrentLayers))
 	}
+	devices := goldenDevices(t)
 	for _, c := range g.Cases {
-		t.Run(c.Name, func(t *testing.T) {
-			layers, ok := goldenRecurrentLayers[c.Name]
-			if !ok {
-				t.Fatalf("no layers for case %q", c.Name)
-			}
-			n, steps, features := c.X.Shape[0], c.X.Shape[1], c.X.Shape[2]
-			idx := make([]float32, n*steps)
-			for i := range idx {
-				idx[i] = float32(i)
-			}
-			build := func(dev backend.Device) *Model {
-				m := must(t)(Sequential("m", Input(steps), append([]Layer{Embedding(n*steps, features)}, layers()...)...))
-				setWeight(t, m, "embedding/embeddings", []int{n * steps, features}, c.X.float32s()...)
-				for name, w := range c.Weights {
-					setWeight(t, m, name, w.Shape, w.float32s()...)
-				}
-				if err := m.Compile(SGD(0.1), MeanSquaredError(), OnDevice(dev)); err != nil {
-					t.Fatal(err)
-				}
-				return m
-			}
-			m := build(testDevice())
-			out, err := m.Predict(samples(t, idx, []int{steps}, nil, nil), quiet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := c.Output.Shape; !slicesEqual(out.Shape, want) {
-				t.Fatalf("output shape %v, PyTorch %v", out.Shape, want)
-			}
-			for i, want := range c.Output.Data {
-				if !closeTo(float64(out.Data[i]), want, 1e-5) {
-					t.Fatalf("output %d = %v, PyTorch %v", i, out.Data[i], want)
-				}
-			}
-			h, err := m.Fit(samples(t, idx, []int{steps}, c.Target.float32s(), c.Target.Shape[1:]), BatchSize(n), Shuffle(false), quiet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := h.Metrics["loss"][0]; !closeTo(got, c.Loss, 1e-5) {
-				t.Errorf("loss %v, PyTorch %v", got, c.Loss)
-			}
-			moved := func(name string, before, grad goldenTensor) {
-				got := getWeight(t, m, name)
-				worst := 0.0
-				for i, v := range before.Data {
-					worst = max(worst, math.Abs(float64(got[i])-(v-0.1*grad.Data[i])))
-				}
-				if worst > 1e-6 {
-					t.Errorf("%s after the step differs from PyTorch's gradient step by up to %.3g", name, worst)
-				}
-			}
-			moved("embedding/embeddings", c.X, c.InputGrad)
-			for name, w := range c.Weights {
-				moved(name, w, c.WeightGrads[name])
-			}
-		})
+		for devName, dev := range devices {
+			t.Run(c.Name+"/"+devName, func(t *testing.T) { recurrentCaseMatches(t, c, dev) })
+		}
+	}
+}
+
+func recurrentCaseMatches(t *testing.T, c recurrentCase, dev backend.Device) {
+	layers, ok := goldenRecurrentLayers[c.Name]
+	if !ok {
+		t.Fatalf("no layers for case %q", c.Name)
+	}
+	n, steps, features := c.X.Shape[0], c.X.Shape[1], c.X.Shape[2]
+	idx := make([]float32, n*steps)
+	for i := range idx {
+		idx[i] = float32(i)
+	}
+	m := must(t)(Sequential("m", Input(steps), append([]Layer{Embedding(n*steps, features)}, layers()...)...))
+	setWeight(t, m, "embedding/embeddings", []int{n * steps, features}, c.X.float32s()...)
+	for name, w := range c.Weights {
+		setWeight(t, m, name, w.Shape, w.float32s()...)
+	}
+	if err := m.Compile(SGD(0.1), MeanSquaredError(), OnDevice(dev)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Predict(samples(t, idx, []int{steps}, nil, nil), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := c.Output.Shape; !slicesEqual(out.Shape, want) {
+		t.Fatalf("output shape %v, PyTorch %v", out.Shape, want)
+	}
+	for i, want := range c.Output.Data {
+		if !closeTo(float64(out.Data[i]), want, 1e-5) {
+			t.Fatalf("output %d = %v, PyTorch %v", i, out.Data[i], want)
+		}
+	}
+	h, err := m.Fit(samples(t, idx, []int{steps}, c.Target.float32s(), c.Target.Shape[1:]), BatchSize(n), Shuffle(false), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Metrics["loss"][0]; !closeTo(got, c.Loss, 1e-5) {
+		t.Errorf("loss %v, PyTorch %v", got, c.Loss)
+	}
+	moved := func(name string, before, grad goldenTensor) {
+		got := getWeight(t, m, name)
+		worst := 0.0
+		for i, v := range before.Data {
+			worst = max(worst, math.Abs(float64(got[i])-(v-0.1*grad.Data[i])))
+		}
+		if worst > 1e-6 {
+			t.Errorf("%s after the step differs from PyTorch's gradient step by up to %.3g", name, worst)
+		}
+	}
+	moved("embedding/embeddings", c.X, c.InputGrad)
+	for name, w := range c.Weights {
+		moved(name, w, c.WeightGrads[name])
 	}
 }
