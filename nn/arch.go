@@ -309,6 +309,21 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			l = newEmbedding(c, nil)
 		}
+	case "SimpleRNN", "LSTM", "GRU":
+		var c recurrentConfig
+		if err = dec(&c); err == nil {
+			l = newRecurrent(al.ClassName, c, nil)
+		}
+	case "Bidirectional":
+		var c bidirectionalConfig
+		if err = dec(&c); err == nil {
+			l = newBidirectional(c, nil)
+		}
+	case "Masking":
+		var c maskingConfig
+		if err = dec(&c); err == nil {
+			l = newMasking(c, nil)
+		}
 	case "ZeroPadding2D", "Cropping2D":
 		var c padCropConfig
 		if err = dec(&c); err == nil {

@@ -74,6 +74,21 @@
 // grad, so code written with tile.ParseContraction or package op trains in
 // the compiled step like the built-ins, on every backend.
 //
+// Recurrent layers read inputs of shape (batch, time, features): SimpleRNN,
+// LSTM and GRU (Keras's semantics, defaults, weight layouts and names,
+// GRU's reset_after included) and Bidirectional around one of them, with
+// ReturnSequences, GoBackwards, DropoutRate and RecurrentDropout (one mask
+// per sequence, in training only). Each runs its cell as a tile recurrence
+// (tile.Graph.Recurrence), not unrolled: the input projection of every
+// step is computed at once, and the graph does not grow with the number of
+// steps. Masking, and Embedding with MaskZero, mask padded steps: the layer
+// records a step mask (batch, time) beside its output in the graph being
+// built; Dropout, Activation, ReLU, Dense and LayerNormalization pass it
+// on, other layers drop it, and a recurrent layer reading it carries its
+// state over the masked steps unchanged, its sequence output repeating the
+// output before them (zeros under Bidirectional), as Keras does. The
+// layers return one tensor, so Keras's return_state is not offered.
+//
 // Building checks sizes before allocating: every shape must fit in
 // tile.MaxBytes without overflowing, and the weights (4 bytes a parameter)
 // in the machine's memory. Fit, Evaluate and Predict clamp the batch size

@@ -11,7 +11,8 @@ import (
 
 // Initializer draws the initial values of a weight. The built-in ones follow
 // Keras: GlorotUniform (the default for kernels), GlorotNormal, HeUniform,
-// HeNormal, Zeros (the default for biases), Ones, Constant and RandomUniform.
+// HeNormal, Orthogonal (the default for recurrent kernels), Zeros (the
+// default for biases), Ones, Constant and RandomUniform.
 // Fans are computed as Keras computes them: a rank-2 kernel (in, out) has
 // fans in and out; a convolution kernel (spatial…, in, out) multiplies both
 // by the window size.
@@ -189,13 +190,15 @@ func initializerFromSpec(s initSpec) (Initializer, error) {
 			return nil, fmt.Errorf("initializer constant needs a value")
 		}
 		return Constant(*s.Value), nil
+	case "orthogonal":
+		return Orthogonal(), nil
 	case "random_uniform":
 		if s.Min == nil || s.Max == nil || !(*s.Min <= *s.Max) {
 			return nil, fmt.Errorf("initializer random_uniform needs minval <= maxval")
 		}
 		return RandomUniform(*s.Min, *s.Max), nil
 	}
-	return nil, fmt.Errorf("unknown initializer %q (want glorot_uniform, glorot_normal, he_uniform, he_normal, zeros, ones, constant or random_uniform)", s.Name)
+	return nil, fmt.Errorf("unknown initializer %q (want glorot_uniform, glorot_normal, he_uniform, he_normal, orthogonal, zeros, ones, constant or random_uniform)", s.Name)
 }
 
 // weightRNG returns the generator that draws the initial values of the
@@ -206,3 +209,69 @@ func weightRNG(seed int64, name string) *rand.Rand {
 	h.Write([]byte(name))
 	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
 }
+
+// orthogonalInit is Keras's Orthogonal initializer with gain 1.
+type orthogonalInit struct{}
+
+func (orthogonalInit) Name() string   { return "orthogonal" }
+func (orthogonalInit) spec() initSpec { return initSpec{Name: "orthogonal"} }
+
+// fill views the weight as a matrix (the product of all dimensions but the
+// last, the last) and fills it with orthonormal rows or columns, whichever
+// are fewer: the Q factor, its R's diagonal positive, of a matrix of
+// standard normal draws, transposed when the matrix is wide, as Keras does.
+func (orthogonalInit) fill(dst []float32, shape tile.Shape, rng *rand.Rand) {
+	if len(shape) < 2 {
+		for i := range dst {
+			dst[i] = float32(rng.NormFloat64())
+		}
+		return
+	}
+	cols := shape[len(shape)-1]
+	rows := len(dst) / cols
+	m, n := rows, cols // the tall matrix Q is m × n, m ≥ n
+	if rows < cols {
+		m, n = cols, rows
+	}
+	q := make([]float64, m*n) // column-major: column j at q[j*m:]
+	for i := range q {
+		q[i] = rng.NormFloat64()
+	}
+	// Modified Gram–Schmidt: each column minus its components along the
+	// columns before it, normalised; R's diagonal is the norms, positive.
+	for j := 0; j < n; j++ {
+		cj := q[j*m : (j+1)*m]
+		for k := 0; k < j; k++ {
+			ck := q[k*m : (k+1)*m]
+			dot := 0.0
+			for i := range cj {
+				dot += ck[i] * cj[i]
+			}
+			for i := range cj {
+				cj[i] -= dot * ck[i]
+			}
+		}
+		norm := 0.0
+		for _, v := range cj {
+			norm += v * v
+		}
+		norm = math.Sqrt(norm)
+		for i := range cj {
+			cj[i] /= norm
+		}
+	}
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			if rows >= cols {
+				dst[r*cols+c] = float32(q[c*m+r])
+			} else {
+				dst[r*cols+c] = float32(q[r*m+c])
+			}
+		}
+	}
+}
+
+// Orthogonal draws a weight whose matrix (all dimensions but the last
+// flattened, by the last) has orthonormal rows or columns, whichever are
+// fewer: Keras's default for recurrent kernels.
+func Orthogonal() Initializer { return orthogonalInit{} }

@@ -102,7 +102,7 @@ func TestInitWeightsSeeded(t *testing.T) {
 	if getWeight(t, b, "dense/kernel")[0] == wa[0] {
 		t.Error("seeds 0 and 1 give the same weights")
 	}
-	if _, err := initializerFromSpec(initSpec{Name: "orthogonal"}); err == nil {
+	if _, err := initializerFromSpec(initSpec{Name: "lecun_orthogonal"}); err == nil {
 		t.Error("unknown initializer accepted")
 	}
 }

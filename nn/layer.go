@@ -126,6 +126,9 @@ type callContext struct {
 	// logits maps the output of a softmax to the softmax's input, so that a
 	// cross-entropy loss can start from logits, which is stable.
 	logits map[*tile.Tensor]*logits
+	// masks maps a tensor to its step mask (see setMask); nil until a
+	// layer masks steps.
+	masks map[*tile.Tensor]*tile.Tensor
 }
 
 // weightUpdate is a new value for a weight at the end of a training step.
@@ -168,7 +171,8 @@ type layerSettings struct {
 	slope       float64
 	kernelReg   Regularizer
 	biasReg     Regularizer
-	ext         layerExt // the options of layer_options.go
+	ext         layerExt    // the options of layer_options.go
+	rnn         rnnSettings // the options of layer_recurrent.go
 }
 
 // layerOption is a LayerOption that sets one field.

@@ -19,6 +19,7 @@ type embeddingConfig struct {
 	InputDim              int      `json:"input_dim"`
 	OutputDim             int      `json:"output_dim"`
 	EmbeddingsInitializer initSpec `json:"embeddings_initializer"`
+	MaskZero              bool     `json:"mask_zero,omitempty"`
 }
 
 // Embedding returns a layer mapping each index in [0, inputDim) to a
@@ -27,10 +28,12 @@ type embeddingConfig struct {
 // numbers and are truncated to integers; an index outside the table gives a
 // zero vector. The table "embeddings" is (inputDim, outputDim), drawn from
 // RandomUniform(-0.05, 0.05) unless KernelInitializer says otherwise.
+// With MaskZero(true), the steps whose index is 0 are masked for the layers
+// after it (a recurrent layer carries its state over them), as in Keras.
 func Embedding(inputDim, outputDim int, opts ...LayerOption) Layer {
-	s, err := newSettings("Embedding", []string{"kernel_initializer"}, opts)
+	s, err := newSettings("Embedding", []string{"kernel_initializer", "mask_zero"}, opts)
 	return newEmbedding(embeddingConfig{layerCommon: common(s), InputDim: inputDim, OutputDim: outputDim,
-		EmbeddingsInitializer: initOr(s.kernelInit, RandomUniform(-0.05, 0.05))}, err)
+		EmbeddingsInitializer: initOr(s.kernelInit, RandomUniform(-0.05, 0.05)), MaskZero: s.rnn.maskZero}, err)
 }
 
 func newEmbedding(cfg embeddingConfig, err error) Layer {
@@ -57,7 +60,11 @@ func (l *embeddingLayer) build(in []tile.Shape) (tile.Shape, error) {
 
 func (l *embeddingLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
 	idx := c.g.Cast(in[0], tile.Int32)
-	return c.g.Gather(c.v(l.e), idx, 0)
+	y := c.g.Gather(c.v(l.e), idx, 0)
+	if l.cfg.MaskZero && y.Valid() {
+		c.setMask(y, c.g.Cast(c.g.Elementwise(tile.Ne, idx, c.g.ScalarLike(idx, 0)), tile.Float32))
+	}
+	return y
 }
 
 func (l *embeddingLayer) config() any {

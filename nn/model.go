@@ -356,6 +356,7 @@ func (m *Model) forward(c *callContext, xs []*tile.Tensor) ([]*tile.Tensor, erro
 			args[i] = vals[x]
 		}
 		vals[n] = n.layer.call(c, args)
+		c.passMask(n.layer, args, vals[n])
 		if err := c.g.Err(); err != nil {
 			return nil, nestf(err, "layer %s", layerDesc(n.layer))
 		}

@@ -37,6 +37,8 @@ func FashionMLP() (*Model, error) {
 
 // showcase lists the models ShowcaseModel knows, by command-line name.
 var showcase = map[string]func() (*Model, error){
+	"fashion-lstm": FashionLSTM, // recurrent (layer_recurrent.go)
+
 	"fashion-cnn": FashionCNN,
 	"fashion-mlp": FashionMLP,
 }
@@ -59,4 +61,16 @@ func ShowcaseModel(name string) (*Model, error) {
 		return nil, fmt.Errorf("nn: unknown model %q (want one of %v)", name, ShowcaseModels())
 	}
 	return f()
+}
+
+// FashionLSTM returns a recurrent showcase model: each 28×28 image read as
+// 28 steps (its rows) of 28 features by an LSTM of 128 units, then
+// Dense(10, softmax).
+//
+//	Input(28, 28, 1) → Reshape(28, 28) → LSTM(128) → Dense(10, softmax)
+//
+// Its 81,674 weights are lstm (80,384) and dense (1,290).
+func FashionLSTM() (*Model, error) {
+	return Sequential("fashion_lstm", Input(28, 28, 1),
+		Reshape([]int{28, 28}), LSTM(128), Dense(10, Activation("softmax")))
 }
