@@ -1,0 +1,320 @@
+#!/usr/bin/python3
+"""Generate layers_more.json: golden forward outputs and input gradients of nn's
+weightless layers, computed with PyTorch's own ops in float64 from float32
+inputs.
+
+Layers: ZeroPadding1D/2D and Cropping1D/2D (F.pad, slicing), UpSampling1D and
+UpSampling2D nearest and bilinear (F.interpolate), Rescaling, MaxPooling1D/2D
+and AveragePooling1D/2D with "valid" and "same" padding (F.max_pool1d/2d,
+F.avg_pool1d/2d), GlobalAveragePooling1D/2D and GlobalMaxPooling1D/2D
+(mean, amax), and the augmentation layers: RandomFlip, RandomContrast,
+RandomTranslation and RandomCrop in inference (the identity, and RandomCrop's
+centred crop box resized bilinearly), and RandomFlip, RandomContrast and
+RandomCrop in training.
+
+Every tensor is channels-last, as the Keras layers take it: (batch, steps,
+channels) or (batch, height, width, channels); the ops run on its transpose
+to channels-first. Each case holds:
+  x          the input (float32 values)
+  weighting  a fixed random tensor r of the output's shape (float32 values)
+  output     the layer's output y
+  grad_x     the gradient of sum(y * r) with respect to x (torch autograd)
+  options    the layer's Keras options (pooling strides only where given,
+             else Keras's default, the pool size), from which the Go test
+             builds the layer
+  training   whether the layer runs as in a training step; training cases
+             also give seed, stream and draws (see below)
+
+"same" padding is Keras's: out = ceil(n / stride), total padding
+max((out - 1) * stride + size - n, 0), the smaller half before. Max pooling
+pads with -inf; average pooling with "same" padding divides each window's sum
+by the number of its elements inside the input, which is computed here as
+avg_pool(zero-padded x) / avg_pool(zero-padded ones) (where the padding is
+symmetric, F.avg_pool's count_include_pad=False gives the same and the
+script asserts it).
+
+Random draws: nn's augmentation layers draw uniform numbers on the device with
+Philox4x32-10 (Salmon et al., SC'11). Element p of a layer's draw under seed s
+and stream k is word p % 4 of Philox4x32-10 of the counter
+(q & 0xffffffff, q >> 32, k & 0xffffffff, k >> 32), q = p // 4, under the key
+(s & 0xffffffff, s >> 32), shifted right by 8 and scaled by 2^-24. philox()
+below is this script's own implementation; each training case records the
+draws it used, which the Go test compares with tile.UniformAt.
+  RandomFlip:     draw (batch, 2); sample n flips left-right if draw[n, 0] < 0.5
+                  and upside down if draw[n, 1] < 0.5 (torch.flip).
+  RandomContrast: draw (batch, 1, 1, 1); factor 1 - f + 2 f draw[n];
+                  y = clip((x - mean) * factor + mean, lo, hi), the mean per
+                  sample and channel over height and width.
+  RandomCrop:     draw (2); the window's start along height (width) is
+                  min(floor(draw[0] * (H - h + 1)), H - h), computed in float32
+                  as the layer does, for the whole batch.
+
+RandomCrop in inference takes Keras's centred crop box (height
+min(H, floor(W * h / w)), width min(W, floor(H * w / h)), each at least 1,
+starting at half the rest rounded down) and resizes it to (h, w) with
+F.interpolate(mode="bilinear", align_corners=False), the half-pixel
+interpolation tf.image.resize uses.
+
+Regenerate (from the repository root):
+    /usr/bin/python3 nn/testdata/torch/gen_layers_more.py
+"""
+
+import json
+import math
+import os
+import zlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+F64 = torch.float64
+OUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers_more.json")
+M32 = 0xFFFFFFFF
+
+
+def philox(ctr, key):
+    """Philox4x32-10 of a counter of four 32-bit words under a key of two."""
+    c0, c1, c2, c3 = ctr
+    k0, k1 = key
+    for _ in range(10):
+        p0 = 0xD2511F53 * c0
+        p1 = 0xCD9E8D57 * c2
+        c0, c1, c2, c3 = ((p1 >> 32) ^ c1 ^ k0) & M32, p1 & M32, ((p0 >> 32) ^ c3 ^ k1) & M32, p0 & M32
+        k0 = (k0 + 0x9E3779B9) & M32
+        k1 = (k1 + 0xBB67AE85) & M32
+    return c0, c1, c2, c3
+
+
+def uniform(seed, stream, count):
+    out = []
+    for p in range(count):
+        q = p // 4
+        w = philox((q & M32, q >> 32, stream & M32, stream >> 32), (seed & M32, seed >> 32))[p % 4]
+        out.append((w >> 8) * (1.0 / (1 << 24)))
+    return out
+
+
+def rng_for(name):
+    return np.random.default_rng(zlib.crc32(name.encode()))
+
+
+def f32(rng, shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def enc(a):
+    a = np.asarray(a)
+    return {"shape": list(a.shape), "data": [float(v) for v in a.reshape(-1)]}
+
+
+def cf(x):
+    """Channels-last to channels-first."""
+    return x.permute(0, x.dim() - 1, *range(1, x.dim() - 1))
+
+
+def cl(x):
+    """Channels-first to channels-last."""
+    return x.permute(0, *range(2, x.dim()), 1)
+
+
+def same_pads(n, size, stride):
+    out = -(-n // stride)
+    total = max((out - 1) * stride + size - n, 0)
+    return total // 2, total - total // 2
+
+
+CASES = []
+
+
+def case(name, layer, options, shape, fn, training=False, seed=None, stream=None, draws=None, scale=1.0):
+    r = rng_for(name)
+    x = f32(r, shape, scale)
+    xt = torch.tensor(x, dtype=F64, requires_grad=True)
+    y = fn(xt)
+    w = f32(r, tuple(y.shape))
+    (gx,) = torch.autograd.grad((y * torch.tensor(w, dtype=F64)).sum(), xt)
+    c = {"name": name, "layer": layer, "options": options, "training": training,
+         "x": enc(x), "weighting": enc(w), "output": enc(y.detach().numpy()), "grad_x": enc(gx.numpy())}
+    if training:
+        c.update({"seed": seed, "stream": stream, "draws": draws})
+    CASES.append(c)
+
+
+def padding_cases():
+    for pad in ([1, 1], [2, 2], [0, 3]):
+        case("zero_padding1d_%d_%d" % tuple(pad), "ZeroPadding1D", {"padding": pad}, (2, 5, 3),
+             lambda x, p=pad: cl(F.pad(cf(x), (p[0], p[1]))))
+    for crop in ([1, 1], [2, 1], [0, 2]):
+        case("cropping1d_%d_%d" % tuple(crop), "Cropping1D", {"cropping": crop}, (2, 6, 3),
+             lambda x, c=crop: x[:, c[0]:x.shape[1] - c[1], :])
+    for pad in ([[2, 2], [2, 2]], [[1, 1], [2, 2]], [[0, 1], [2, 3]]):
+        (t, b), (l, r) = pad
+        case("zero_padding2d_%d_%d_%d_%d" % (t, b, l, r), "ZeroPadding2D", {"padding": pad}, (2, 3, 4, 2),
+             lambda x, t=t, b=b, l=l, r=r: cl(F.pad(cf(x), (l, r, t, b))))
+    for crop in ([[1, 1], [1, 1]], [[1, 1], [2, 2]], [[0, 1], [2, 1]]):
+        (t, b), (l, r) = crop
+        case("cropping2d_%d_%d_%d_%d" % (t, b, l, r), "Cropping2D", {"cropping": crop}, (2, 5, 6, 2),
+             lambda x, t=t, b=b, l=l, r=r: x[:, t:x.shape[1] - b, l:x.shape[2] - r, :])
+
+
+def upsampling_cases():
+    for size in (2, 3, 1):
+        case("up_sampling1d_%d" % size, "UpSampling1D", {"size": size}, (2, 4, 3),
+             lambda x, s=size: cl(F.interpolate(cf(x), scale_factor=float(s), mode="nearest")))
+    for size in ((2, 2), (3, 2), (1, 3)):
+        case("up_sampling2d_nearest_%dx%d" % size, "UpSampling2D", {"size": list(size), "interpolation": "nearest"},
+             (2, 3, 2, 2), lambda x, s=size: cl(F.interpolate(cf(x), scale_factor=(float(s[0]), float(s[1])), mode="nearest")))
+    for size in ((2, 2), (3, 1), (4, 3)):
+        case("up_sampling2d_bilinear_%dx%d" % size, "UpSampling2D", {"size": list(size), "interpolation": "bilinear"},
+             (2, 3, 4, 2), lambda x, s=size: cl(F.interpolate(cf(x), scale_factor=(float(s[0]), float(s[1])),
+                                                               mode="bilinear", align_corners=False)))
+
+
+def rescaling_cases():
+    for name, scale, offset in (("half_quarter", 0.5, 0.25), ("pixels", 1.0 / 255, 0.0), ("negate", -2.0, 1.0)):
+        case("rescaling_" + name, "Rescaling", {"scale": scale, "offset": offset}, (2, 3, 2, 2),
+             lambda x, s=scale, o=offset: x * s + o)
+
+
+def pool1d(x, size, stride, padding, avg):
+    """Keras 1-D pooling of x (batch, steps, channels)."""
+    t = cf(x)
+    before, after = same_pads(t.shape[2], size, stride) if padding == "same" else (0, 0)
+    if not avg:
+        return cl(F.max_pool1d(F.pad(t, (before, after), value=-math.inf), size, stride))
+    sums = F.avg_pool1d(F.pad(t, (before, after)), size, stride)
+    counts = F.avg_pool1d(F.pad(torch.ones_like(t), (before, after)), size, stride)
+    y = sums / counts
+    if before == after:
+        alt = F.avg_pool1d(t, size, stride, padding=before, count_include_pad=False)
+        assert torch.allclose(y, alt, rtol=0, atol=1e-12)
+    return cl(y)
+
+
+def pool2d(x, size, stride, padding, avg):
+    """Keras 2-D pooling of x (batch, height, width, channels)."""
+    t = cf(x)
+    if padding == "same":
+        (tp, bp), (lp, rp) = same_pads(t.shape[2], size[0], stride[0]), same_pads(t.shape[3], size[1], stride[1])
+    else:
+        tp = bp = lp = rp = 0
+    pads = (lp, rp, tp, bp)
+    if not avg:
+        return cl(F.max_pool2d(F.pad(t, pads, value=-math.inf), size, stride))
+    sums = F.avg_pool2d(F.pad(t, pads), size, stride)
+    counts = F.avg_pool2d(F.pad(torch.ones_like(t), pads), size, stride)
+    y = sums / counts
+    if tp == bp and lp == rp:
+        alt = F.avg_pool2d(t, size, stride, padding=(tp, lp), count_include_pad=False)
+        assert torch.allclose(y, alt, rtol=0, atol=1e-12)
+    return cl(y)
+
+
+def pooling_cases():
+    # (size, strides or None for Keras's default, padding, steps)
+    for size, stride, padding, steps in ((2, None, "valid", 7), (3, 1, "valid", 6), (3, 2, "same", 7),
+                                         (2, 2, "same", 7), (4, 3, "same", 8), (3, 1, "same", 5)):
+        s = stride or size
+        for cls, avg in (("MaxPooling1D", False), ("AveragePooling1D", True)):
+            opts = {"pool_size": size, "padding": padding}
+            if stride is not None:
+                opts["strides"] = s
+            case("%s_%d_s%d_%s_n%d" % (cls.lower(), size, s, padding, steps), cls, opts, (2, steps, 3),
+                 lambda x, k=size, s=s, p=padding, a=avg: pool1d(x, k, s, p, a))
+    for size, stride, padding, hw in (((2, 2), None, "valid", (4, 5)), ((3, 3), (2, 2), "same", (5, 6)),
+                                      ((2, 3), (1, 2), "same", (4, 5)), ((3, 2), (2, 1), "valid", (6, 4))):
+        s = stride or size
+        for cls, avg in (("MaxPooling2D", False), ("AveragePooling2D", True)):
+            opts = {"pool_size": list(size), "padding": padding}
+            if stride is not None:
+                opts["strides"] = list(s)
+            case("%s_%dx%d_s%dx%d_%s" % ((cls.lower(),) + size + s + (padding,)), cls, opts, (2,) + hw + (2,),
+                 lambda x, k=size, s=s, p=padding, a=avg: pool2d(x, k, s, p, a))
+    case("global_average_pooling1d", "GlobalAveragePooling1D", {}, (3, 5, 4), lambda x: x.mean(1))
+    case("global_max_pooling1d", "GlobalMaxPooling1D", {}, (3, 5, 4), lambda x: x.amax(1))
+    case("global_average_pooling2d", "GlobalAveragePooling2D", {}, (2, 3, 4, 3), lambda x: x.mean((1, 2)))
+    case("global_max_pooling2d", "GlobalMaxPooling2D", {}, (2, 3, 4, 3), lambda x: x.amax((1, 2)))
+
+
+def centre_crop(x, th, tw):
+    """RandomCrop in inference: Keras's centred crop box, resized bilinearly."""
+    h, w = x.shape[1], x.shape[2]
+    ch = max(min(h, int(w * th / tw)), 1)
+    cw = max(min(w, int(h * tw / th)), 1)
+    h0, w0 = (h - ch) // 2, (w - cw) // 2
+    y = x[:, h0:h0 + ch, w0:w0 + cw, :]
+    if (ch, cw) == (th, tw):
+        return y
+    return cl(F.interpolate(cf(y), size=(th, tw), mode="bilinear", align_corners=False))
+
+
+def augmentation_cases():
+    case("random_flip_inference", "RandomFlip", {"mode": "horizontal_and_vertical"}, (2, 3, 4, 2), lambda x: x * 1)
+    case("random_contrast_inference", "RandomContrast", {"factor": 0.5}, (2, 3, 4, 2), lambda x: x * 1)
+    case("random_translation_inference", "RandomTranslation", {"height_factor": 0.2, "width_factor": 0.3},
+         (2, 3, 4, 2), lambda x: x * 1)
+    for (h, w), (th, tw) in (((5, 6), (3, 4)), ((6, 4), (4, 4)), ((3, 4), (6, 8)), ((7, 5), (4, 4)), ((4, 4), (4, 4))):
+        case("random_crop_inference_%dx%d_to_%dx%d" % (h, w, th, tw), "RandomCrop", {"height": th, "width": tw},
+             (2, h, w, 2), lambda x, th=th, tw=tw: centre_crop(x, th, tw))
+
+    n = 6
+    for mode, seed, stream in (("horizontal", 5, 3), ("vertical", 11, 2), ("horizontal_and_vertical", 21, 7)):
+        u = uniform(seed, stream, 2 * n)
+
+        def flip(x, mode=mode, u=u):
+            out = []
+            for s in range(x.shape[0]):
+                y = x[s:s + 1]
+                if mode != "vertical" and u[2 * s] < 0.5:
+                    y = torch.flip(y, [2])
+                if mode != "horizontal" and u[2 * s + 1] < 0.5:
+                    y = torch.flip(y, [1])
+                out.append(y)
+            return torch.cat(out)
+        case("random_flip_training_" + mode, "RandomFlip", {"mode": mode}, (n, 3, 4, 2), flip,
+             training=True, seed=seed, stream=stream, draws=u)
+
+    for factor, lo, hi, seed, stream in ((0.4, -1000.0, 1000.0, 5, 2), (0.8, -1.0, 1.5, 9, 4)):
+        u = uniform(seed, stream, n)
+
+        def contrast(x, factor=factor, lo=lo, hi=hi, u=u):
+            f = torch.tensor([1 - factor + 2 * factor * v for v in u], dtype=F64).reshape(-1, 1, 1, 1)
+            mean = x.mean((1, 2), keepdim=True)
+            return torch.clamp((x - mean) * f + mean, lo, hi)
+        case("random_contrast_training_%g_%g_%g" % (factor, lo, hi), "RandomContrast",
+             {"factor": factor, "value_range": [lo, hi]}, (n, 3, 4, 2), contrast,
+             training=True, seed=seed, stream=stream, draws=u)
+
+    for (h, w), (th, tw), seed, stream in (((6, 7), (3, 4), 3, 4), ((5, 5), (5, 2), 8, 1), ((3, 4), (4, 4), 2, 6)):
+        u = uniform(seed, stream, 2)
+
+        def crop(x, th=th, tw=tw, u=u):
+            hh, ww = x.shape[1], x.shape[2]
+            if hh < th or ww < tw:
+                return centre_crop(x, th, tw)
+
+            def start(v, rest):
+                return min(int(math.floor(np.float32(v) * np.float32(rest + 1))), rest)
+            a, b = start(u[0], hh - th), start(u[1], ww - tw)
+            return x[:, a:a + th, b:b + tw, :]
+        case("random_crop_training_%dx%d_to_%dx%d" % (h, w, th, tw), "RandomCrop", {"height": th, "width": tw},
+             (2, h, w, 2), crop, training=True, seed=seed, stream=stream, draws=u)
+
+
+def main():
+    torch.set_num_threads(1)
+    padding_cases()
+    upsampling_cases()
+    rescaling_cases()
+    pooling_cases()
+    augmentation_cases()
+    doc = {"generator": "gen_layers_more.py", "torch_version": torch.__version__, "cases": CASES}
+    with open(OUT_PATH, "w") as f:
+        json.dump(doc, f, separators=(",", ":"), allow_nan=False)
+        f.write("\n")
+    print("wrote %s: %d cases, %d bytes" % (OUT_PATH, len(CASES), os.path.getsize(OUT_PATH)))
+
+
+if __name__ == "__main__":
+    main()
