@@ -159,26 +159,36 @@ func moreLayer(c *layerMoreCase) (Layer, error) {
 
 // layerGradGraph builds the graph of a golden case in dtype: input "x",
 // outputs "y" (the layer's output) and "dx" (the gradient of sum(y·r) with
-// respect to x), and returns it with the scalar sum(y·r) and x. Training
-// cases draw under the case's seed and stream.
+// respect to x), and returns it with the scalar sum(y·r) and x.
 func layerGradGraph(c *layerMoreCase, dtype tile.DType) (g *tile.Graph, loss, x *tile.Tensor, err error) {
-	l, err := moreLayer(c)
-	if err != nil {
+	g = tile.NewGraph("golden_" + c.Name)
+	if loss, x, err = addLayerCase(g, c, dtype, ""); err != nil {
 		return nil, nil, nil, err
 	}
+	return g, loss, x, g.Err()
+}
+
+// addLayerCase adds a golden case to g in dtype: input prefix+"x", outputs
+// prefix+"y" (the layer's output) and prefix+"dx" (the gradient of sum(y·r)
+// with respect to x); it returns the scalar sum(y·r) and x. Training cases
+// draw under the case's seed and stream.
+func addLayerCase(g *tile.Graph, c *layerMoreCase, dtype tile.DType, prefix string) (loss, x *tile.Tensor, err error) {
+	l, err := moreLayer(c)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := l.base().err; err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	out, err := l.build([]tile.Shape{tile.Shape(c.X.Shape[1:])})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("building %s: %w", c.Layer, err)
+		return nil, nil, fmt.Errorf("building %s: %w", c.Layer, err)
 	}
 	if !slicesEqual(out, c.Output.Shape[1:]) {
-		return nil, nil, nil, fmt.Errorf("%s builds output %v, PyTorch's is %v per sample", c.Layer, out, c.Output.Shape[1:])
+		return nil, nil, fmt.Errorf("%s builds output %v, PyTorch's is %v per sample", c.Layer, out, c.Output.Shape[1:])
 	}
 	l.base().stream = c.Stream
-	g = tile.NewGraph("golden_" + c.Name)
-	x = g.Input("x", dtype, tile.Shape(c.X.Shape))
+	x = g.Input(prefix+"x", dtype, tile.Shape(c.X.Shape))
 	cc := &callContext{g: g, training: c.Training, vars: map[*Weight]*tile.Tensor{}}
 	if c.Training {
 		cc.seed = g.Scalar(float64(c.Seed), tile.Int64)
@@ -186,16 +196,16 @@ func layerGradGraph(c *layerMoreCase, dtype tile.DType) (g *tile.Graph, loss, x 
 	y := l.call(cc, []*tile.Tensor{x})
 	rv, err := tile.ValueOf(dtype, tile.Shape(c.R.Shape), c.R.Data)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	loss = sumAll(g, g.Mul(y, g.Constant(rv)))
 	dx, err := grad.Grad(g, loss, x)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	g.SetOutput("y", y)
-	g.SetOutput("dx", dx[0])
-	return g, loss, x, g.Err()
+	g.SetOutput(prefix+"y", y)
+	g.SetOutput(prefix+"dx", dx[0])
+	return loss, x, nil
 }
 
 // runLayerCase runs a golden case's graph on dev in float32 and returns the
