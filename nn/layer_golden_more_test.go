@@ -3,8 +3,10 @@ package nn
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/tartanml/tartan/backend"
@@ -31,6 +33,10 @@ type layerMoreCase struct {
 	R        goldenTensor   `json:"weighting"`
 	Output   goldenTensor   `json:"output"`
 	GradX    goldenTensor   `json:"grad_x"`
+	// Weights and GradW are a layer's weights by short name ("kernel") and
+	// the gradients with respect to them.
+	Weights map[string]goldenTensor `json:"weights"`
+	GradW   map[string]goldenTensor `json:"grad_weights"`
 }
 
 func loadLayersMore(t *testing.T) []layerMoreCase {
@@ -45,8 +51,8 @@ func loadLayersMore(t *testing.T) []layerMoreCase {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Cases) < 64 {
-		t.Fatalf("%d golden cases in layers_more.json, want at least 64", len(g.Cases))
+	if len(g.Cases) < 87 {
+		t.Fatalf("%d golden cases in layers_more.json, want at least 87", len(g.Cases))
 	}
 	return g.Cases
 }
@@ -153,87 +159,188 @@ func moreLayer(c *layerMoreCase) (Layer, error) {
 		return RandomTranslation(num("height_factor"), num("width_factor")), nil
 	case "RandomCrop":
 		return RandomCrop(int(num("height")), int(num("width"))), nil
+	case "ReLU":
+		var opts []LayerOption
+		if _, ok := o["max_value"]; ok {
+			opts = append(opts, MaxValue(num("max_value")))
+		}
+		if _, ok := o["negative_slope"]; ok {
+			opts = append(opts, NegativeSlope(num("negative_slope")))
+		}
+		return ReLU(opts...), nil
+	case "Softmax":
+		if a := int(num("axis")); a != -1 {
+			return Softmax(Axis(a)), nil
+		}
+		return Softmax(), nil
+	case "Conv1D", "Conv2D", "DepthwiseConv2D":
+		k := ints(o["kernel_size"])
+		opts := []LayerOption{KernelShape(k...), Strides(ints(o["strides"])...), Padding(o["padding"].(string)),
+			DilationRate(ints(o["dilation_rate"])...), UseBias(o["use_bias"].(bool)), Activation(o["activation"].(string))}
+		switch c.Layer {
+		case "Conv1D":
+			return Conv1D(int(num("filters")), k[0], append(opts, Groups(int(num("groups"))))...), nil
+		case "Conv2D":
+			return Conv2D(int(num("filters")), k[0], append(opts, Groups(int(num("groups"))))...), nil
+		}
+		return DepthwiseConv2D(k[0], append(opts, DepthMultiplier(int(num("depth_multiplier"))))...), nil
+	case "Dense":
+		return Dense(int(num("units")), Activation(o["activation"].(string))), nil
+	case "LayerNormalization":
+		return LayerNormalization(Axis(int(num("axis"))), Epsilon(num("epsilon"))), nil
+	case "BatchNormalization":
+		return BatchNormalization(Epsilon(num("epsilon"))), nil
 	}
 	return nil, fmt.Errorf("case %s: no nn layer for Keras class %q", c.Name, c.Layer)
 }
 
-// layerGradGraph builds the graph of a golden case in dtype: input "x",
-// outputs "y" (the layer's output) and "dx" (the gradient of sum(y·r) with
-// respect to x), and returns it with the scalar sum(y·r) and x.
-func layerGradGraph(c *layerMoreCase, dtype tile.DType) (g *tile.Graph, loss, x *tile.Tensor, err error) {
+// layerGradGraph builds the graph of a golden case in dtype (see
+// addLayerCase) and returns it with the scalar sum(y·r) and the inputs it
+// is differentiated by: x, then the weights.
+func layerGradGraph(c *layerMoreCase, dtype tile.DType) (g *tile.Graph, loss *tile.Tensor, ins []*tile.Tensor, names []string, err error) {
 	g = tile.NewGraph("golden_" + c.Name)
-	if loss, x, err = addLayerCase(g, c, dtype, ""); err != nil {
-		return nil, nil, nil, err
+	if loss, ins, names, err = addLayerCase(g, c, dtype, ""); err != nil {
+		return nil, nil, nil, nil, err
 	}
-	return g, loss, x, g.Err()
+	return g, loss, ins, names, g.Err()
 }
 
-// addLayerCase adds a golden case to g in dtype: input prefix+"x", outputs
-// prefix+"y" (the layer's output) and prefix+"dx" (the gradient of sum(y·r)
-// with respect to x); it returns the scalar sum(y·r) and x. Training cases
-// draw under the case's seed and stream.
-func addLayerCase(g *tile.Graph, c *layerMoreCase, dtype tile.DType, prefix string) (loss, x *tile.Tensor, err error) {
+// addLayerCase adds a golden case to g in dtype: inputs prefix+"x" and
+// prefix+"w_"+short for each of the layer's weights, outputs prefix+"y"
+// (the layer's output), prefix+"dx" and prefix+"dw_"+short (the gradients
+// of sum(y·r) with respect to x and each weight). It returns sum(y·r), the
+// inputs, x first, and their names. Training cases draw under the case's seed and
+// stream.
+func addLayerCase(g *tile.Graph, c *layerMoreCase, dtype tile.DType, prefix string) (loss *tile.Tensor, ins []*tile.Tensor, names []string, err error) {
 	l, err := moreLayer(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := l.base().err; err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out, err := l.build([]tile.Shape{tile.Shape(c.X.Shape[1:])})
 	if err != nil {
-		return nil, nil, fmt.Errorf("building %s: %w", c.Layer, err)
+		return nil, nil, nil, fmt.Errorf("building %s: %w", c.Layer, err)
 	}
 	if !slicesEqual(out, c.Output.Shape[1:]) {
-		return nil, nil, fmt.Errorf("%s builds output %v, PyTorch's is %v per sample", c.Layer, out, c.Output.Shape[1:])
+		return nil, nil, nil, fmt.Errorf("%s builds output %v, PyTorch's is %v per sample", c.Layer, out, c.Output.Shape[1:])
 	}
 	l.base().stream = c.Stream
-	x = g.Input(prefix+"x", dtype, tile.Shape(c.X.Shape))
-	cc := &callContext{g: g, training: c.Training, vars: map[*Weight]*tile.Tensor{}}
+	x := g.Input(prefix+"x", dtype, tile.Shape(c.X.Shape))
+	ins, names = []*tile.Tensor{x}, []string{prefix + "x"}
+	cc := &callContext{g: g, training: c.Training, vars: map[*Weight]*tile.Tensor{}, logits: map[*tile.Tensor]*logits{}}
+	ws := l.base().weights
+	if len(ws) != len(c.Weights) || len(ws) != len(c.GradW) {
+		return nil, nil, nil, fmt.Errorf("%s has %d weights, the golden case %d (and %d gradients)", c.Layer, len(ws), len(c.Weights), len(c.GradW))
+	}
+	for _, w := range ws {
+		gw, ok := c.Weights[w.short]
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("the golden case has no weight %q of %s", w.short, c.Layer)
+		}
+		if !slicesEqual(w.shape, gw.Shape) {
+			return nil, nil, nil, fmt.Errorf("%s's %s has shape %v, PyTorch's %v", c.Layer, w.short, w.shape, gw.Shape)
+		}
+		cc.vars[w] = g.Input(prefix+"w_"+w.short, dtype, w.shape)
+		ins, names = append(ins, cc.vars[w]), append(names, prefix+"w_"+w.short)
+	}
 	if c.Training {
 		cc.seed = g.Scalar(float64(c.Seed), tile.Int64)
 	}
 	y := l.call(cc, []*tile.Tensor{x})
 	rv, err := tile.ValueOf(dtype, tile.Shape(c.R.Shape), c.R.Data)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	loss = sumAll(g, g.Mul(y, g.Constant(rv)))
-	dx, err := grad.Grad(g, loss, x)
+	grads, err := grad.Grad(g, loss, ins...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	g.SetOutput(prefix+"y", y)
-	g.SetOutput(prefix+"dx", dx[0])
-	return loss, x, nil
+	g.SetOutput(prefix+"dx", grads[0])
+	for i, w := range ws {
+		g.SetOutput(prefix+"dw_"+w.short, grads[i+1])
+	}
+	return loss, ins, names, nil
 }
 
-// runLayerCase runs a golden case's graph on dev in float32 and returns the
-// output and the input gradient.
-func runLayerCase(dev backend.Device, c *layerMoreCase) (y, dx []float32, err error) {
-	g, _, _, err := layerGradGraph(c, tile.Float32)
-	if err != nil {
-		return nil, nil, err
+// layerResult is a case's output and gradients on one device.
+type layerResult struct {
+	y, dx []float32
+	dw    map[string][]float32
+}
+
+// runLayerCases runs golden cases in one float32 graph on dev (one
+// compilation for them all) and returns each case's results.
+func runLayerCases(dev backend.Device, cases []layerMoreCase) ([]layerResult, error) {
+	g := tile.NewGraph("golden_layers_more")
+	for i := range cases {
+		if _, _, _, err := addLayerCase(g, &cases[i], tile.Float32, fmt.Sprintf("c%d_", i)); err != nil {
+			return nil, fmt.Errorf("case %s: %w", cases[i].Name, err)
+		}
+	}
+	if err := g.Err(); err != nil {
+		return nil, err
 	}
 	exe, err := dev.Compile(g)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer exe.Close()
-	if err := exe.SetInput("x", c.X.float32s()); err != nil {
-		return nil, nil, err
+	for i, c := range cases {
+		pre := fmt.Sprintf("c%d_", i)
+		if err := exe.SetInput(pre+"x", c.X.float32s()); err != nil {
+			return nil, err
+		}
+		for name, w := range c.Weights {
+			if err := exe.SetInput(pre+"w_"+name, w.float32s()); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := exe.Run(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	y, dx = make([]float32, len(c.Output.Data)), make([]float32, len(c.GradX.Data))
-	if err := exe.ReadOutput("y", y); err != nil {
-		return nil, nil, err
+	out := make([]layerResult, len(cases))
+	read := func(name string, n int) ([]float32, error) {
+		v := make([]float32, n)
+		return v, exe.ReadOutput(name, v)
 	}
-	if err := exe.ReadOutput("dx", dx); err != nil {
-		return nil, nil, err
+	for i, c := range cases {
+		pre := fmt.Sprintf("c%d_", i)
+		r := layerResult{dw: map[string][]float32{}}
+		if r.y, err = read(pre+"y", len(c.Output.Data)); err != nil {
+			return nil, err
+		}
+		if r.dx, err = read(pre+"dx", len(c.GradX.Data)); err != nil {
+			return nil, err
+		}
+		for name, gw := range c.GradW {
+			if r.dw[name], err = read(pre+"dw_"+name, len(gw.Data)); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = r
 	}
-	return y, dx, nil
+	return out, nil
+}
+
+// goldenParts lists a case's results beside PyTorch's: the output, the
+// input gradient and each weight's gradient, in the weights' name order.
+func goldenParts(c *layerMoreCase, r layerResult) []goldenPart {
+	parts := []goldenPart{{"output", r.y, c.Output.Data}, {"gradient", r.dx, c.GradX.Data}}
+	for _, name := range slices.Sorted(maps.Keys(c.GradW)) {
+		parts = append(parts, goldenPart{"gradient of " + name, r.dw[name], c.GradW[name].Data})
+	}
+	return parts
+}
+
+type goldenPart struct {
+	what   string
+	got    []float32
+	golden []float64
 }
 
 // compareGolden reports the first element of got farther than rel
@@ -249,10 +356,11 @@ func compareGolden(t *testing.T, what string, got []float32, want []float64, rel
 }
 
 // TestLayersMoreMatchPyTorch runs every case of layers_more.json, output and
-// input gradient, on the reference device and the CPU backend and compares
-// both with PyTorch's within 1e-5; training cases first check that their
-// recorded draws are tile.UniformAt's. Inference cases also go through a
-// model's Predict on the reference device.
+// gradients with respect to the input and the weights, on the reference
+// device and the CPU backend and compares them with PyTorch's within 1e-5;
+// training cases first check that their recorded draws are
+// tile.UniformAt's. Inference cases also go through a model's Predict on
+// the reference device, with the weights set by name.
 func TestLayersMoreMatchPyTorch(t *testing.T) {
 	cases := loadLayersMore(t)
 	for i := range cases {
@@ -264,12 +372,13 @@ func TestLayersMoreMatchPyTorch(t *testing.T) {
 				}
 			}
 			for devName, dev := range goldenDevices(t) {
-				y, dx, err := runLayerCase(dev, c)
+				rs, err := runLayerCases(dev, cases[i:i+1])
 				if err != nil {
 					t.Fatalf("%s: %v", devName, err)
 				}
-				compareGolden(t, devName+" output", y, c.Output.Data, 1e-5)
-				compareGolden(t, devName+" gradient", dx, c.GradX.Data, 1e-5)
+				for _, p := range goldenParts(c, rs[0]) {
+					compareGolden(t, devName+" "+p.what, p.got, p.golden, 1e-5)
+				}
 			}
 			if c.Training {
 				return
@@ -280,6 +389,9 @@ func TestLayersMoreMatchPyTorch(t *testing.T) {
 			}
 			in := c.X.Shape[1:]
 			m := must(t)(Sequential("m", Input(in...), l))
+			for name, w := range c.Weights {
+				setWeight(t, m, l.Name()+"/"+name, w.Shape, w.float32s()...)
+			}
 			if err := m.SetDevice(testDevice()); err != nil {
 				t.Fatal(err)
 			}
@@ -295,22 +407,31 @@ func TestLayersMoreMatchPyTorch(t *testing.T) {
 	}
 }
 
-// TestLayersMoreGradientCheck checks every case's input gradient in float64
-// against central finite differences (grad.Check) at the case's input.
+// TestLayersMoreGradientCheck checks every case's gradients with respect to
+// the input and the weights in float64 against central finite differences
+// (grad.Check) at the case's values.
 func TestLayersMoreGradientCheck(t *testing.T) {
 	cases := loadLayersMore(t)
 	for i := range cases {
 		c := &cases[i]
 		t.Run(c.Name, func(t *testing.T) {
-			g, loss, x, err := layerGradGraph(c, tile.Float64)
+			g, loss, ins, names, err := layerGradGraph(c, tile.Float64)
 			if err != nil {
 				t.Fatal(err)
 			}
-			xv, err := tile.ValueOf(tile.Float64, x.Shape(), c.X.Data)
-			if err != nil {
-				t.Fatal(err)
+			feeds := map[string]*tile.Value{}
+			data := map[string][]float64{"x": c.X.Data}
+			for name, w := range c.Weights {
+				data["w_"+name] = w.Data
 			}
-			maxErr, where, err := grad.Check(g, loss, []*tile.Tensor{x}, map[string]*tile.Value{"x": xv}, nil)
+			for k, in := range ins {
+				v, err := tile.ValueOf(tile.Float64, in.Shape(), data[names[k]])
+				if err != nil {
+					t.Fatal(err)
+				}
+				feeds[names[k]] = v
+			}
+			maxErr, where, err := grad.Check(g, loss, ins, feeds, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,16 +1,21 @@
 #!/usr/bin/python3
-"""Generate layers_more.json: golden forward outputs and input gradients of nn's
-weightless layers, computed with PyTorch's own ops in float64 from float32
-inputs.
+"""Generate layers_more.json: golden forward outputs and gradients of nn's
+layers, computed with PyTorch's own ops in float64 from float32 inputs and
+weights.
 
-Layers: ZeroPadding1D/2D and Cropping1D/2D (F.pad, slicing), UpSampling1D and
-UpSampling2D nearest and bilinear (F.interpolate), Rescaling, MaxPooling1D/2D
-and AveragePooling1D/2D with "valid" and "same" padding (F.max_pool1d/2d,
-F.avg_pool1d/2d), GlobalAveragePooling1D/2D and GlobalMaxPooling1D/2D
-(mean, amax), and the augmentation layers: RandomFlip, RandomContrast,
-RandomTranslation and RandomCrop in inference (the identity, and RandomCrop's
-centred crop box resized bilinearly), and RandomFlip, RandomContrast and
-RandomCrop in training.
+Weightless layers: ZeroPadding1D/2D and Cropping1D/2D (F.pad, slicing),
+UpSampling1D and UpSampling2D nearest and bilinear (F.interpolate),
+Rescaling, ReLU and Softmax, MaxPooling1D/2D and AveragePooling1D/2D with
+"valid" and "same" padding (F.max_pool1d/2d, F.avg_pool1d/2d),
+GlobalAveragePooling1D/2D and GlobalMaxPooling1D/2D (mean, amax), and the
+augmentation layers: RandomFlip, RandomContrast, RandomTranslation and
+RandomCrop in inference (the identity, and RandomCrop's centred crop box
+resized bilinearly), and RandomFlip, RandomContrast and RandomCrop in
+training. Layers with weights: Conv1D and Conv2D (strides, dilation, groups,
+"same" padding, F.conv1d/2d), DepthwiseConv2D (F.conv2d with one group per
+channel), Dense over a rank-3 input, LayerNormalization (F.layer_norm) and
+BatchNormalization in inference (its formula, checked against
+F.batch_norm) and in training (F.batch_norm over the batch).
 
 Every tensor is channels-last, as the Keras layers take it: (batch, steps,
 channels) or (batch, height, width, channels); the ops run on its transpose
@@ -19,6 +24,11 @@ to channels-first. Each case holds:
   weighting  a fixed random tensor r of the output's shape (float32 values)
   output     the layer's output y
   grad_x     the gradient of sum(y * r) with respect to x (torch autograd)
+  weights, grad_weights
+             for layers with weights: each weight by its Keras short name
+             (kernel, bias, gamma, beta, moving_mean, moving_variance) in
+             Keras's layout, and the gradient of sum(y * r) with respect
+             to it
   options    the layer's Keras options (pooling strides only where given,
              else Keras's default, the pool size), from which the Go test
              builds the layer
@@ -26,12 +36,15 @@ to channels-first. Each case holds:
              also give seed, stream and draws (see below)
 
 "same" padding is Keras's: out = ceil(n / stride), total padding
-max((out - 1) * stride + size - n, 0), the smaller half before. Max pooling
-pads with -inf; average pooling with "same" padding divides each window's sum
-by the number of its elements inside the input, which is computed here as
-avg_pool(zero-padded x) / avg_pool(zero-padded ones) (where the padding is
-symmetric, F.avg_pool's count_include_pad=False gives the same and the
-script asserts it).
+max((out - 1) * stride + size - n, 0), the smaller half before, with size
+(k - 1) * dilation + 1 for a dilated convolution. Kernels in Keras's layouts:
+Conv1D (k, channels/groups, filters), Conv2D (kh, kw, channels/groups,
+filters), DepthwiseConv2D (kh, kw, channels, multiplier), Dense (in, units).
+Max pooling pads with -inf; average pooling with "same" padding divides each
+window's sum by the number of its elements inside the input, which is
+computed here as avg_pool(zero-padded x) / avg_pool(zero-padded ones) (where
+the padding is symmetric, F.avg_pool's count_include_pad=False gives the
+same and the script asserts it).
 
 Random draws: nn's augmentation layers draw uniform numbers on the device with
 Philox4x32-10 (Salmon et al., SC'11). Element p of a layer's draw under seed s
@@ -127,15 +140,30 @@ def same_pads(n, size, stride):
 CASES = []
 
 
-def case(name, layer, options, shape, fn, training=False, seed=None, stream=None, draws=None, scale=1.0):
+def case(name, layer, options, shape, fn, training=False, seed=None, stream=None, draws=None, scale=1.0, weights=None):
+    """Adds a case: fn(x) or, for a layer with weights (a dict of Keras short
+    names to (shape, scale) or (shape, scale, "positive"), drawn in order
+    after x; a positive weight is |normal| * scale + 0.5), fn(x, {name:
+    tensor}). Gradients are taken with respect to x and every weight (zero
+    for a weight the output does not depend on)."""
     r = rng_for(name)
     x = f32(r, shape, scale)
     xt = torch.tensor(x, dtype=F64, requires_grad=True)
-    y = fn(xt)
+    wv = {}
+    for k, spec in (weights or {}).items():
+        v = f32(r, spec[0], spec[1])
+        wv[k] = (np.abs(v) + np.float32(0.5)).astype(np.float32) if spec[2:] == ("positive",) else v
+    wt = {k: torch.tensor(v, dtype=F64, requires_grad=True) for k, v in wv.items()}
+    y = fn(xt, wt) if weights else fn(xt)
     w = f32(r, tuple(y.shape))
-    (gx,) = torch.autograd.grad((y * torch.tensor(w, dtype=F64)).sum(), xt)
+    ins = [xt] + list(wt.values())
+    grads = torch.autograd.grad((y * torch.tensor(w, dtype=F64)).sum(), ins, allow_unused=True)
+    grads = [torch.zeros_like(t) if g is None else g for t, g in zip(ins, grads)]
     c = {"name": name, "layer": layer, "options": options, "training": training,
-         "x": enc(x), "weighting": enc(w), "output": enc(y.detach().numpy()), "grad_x": enc(gx.numpy())}
+         "x": enc(x), "weighting": enc(w), "output": enc(y.detach().numpy()), "grad_x": enc(grads[0].numpy())}
+    if weights:
+        c["weights"] = {k: enc(v) for k, v in wv.items()}
+        c["grad_weights"] = {k: enc(g.numpy()) for k, g in zip(wt, grads[1:])}
     if training:
         c.update({"seed": seed, "stream": stream, "draws": draws})
     CASES.append(c)
@@ -169,6 +197,14 @@ def upsampling_cases():
         case("up_sampling2d_bilinear_%dx%d" % size, "UpSampling2D", {"size": list(size), "interpolation": "bilinear"},
              (2, 3, 4, 2), lambda x, s=size: cl(F.interpolate(cf(x), scale_factor=(float(s[0]), float(s[1])),
                                                                mode="bilinear", align_corners=False)))
+
+
+def activation_cases():
+    case("relu", "ReLU", {}, (2, 3, 4), F.relu)
+    case("relu_max1.5_slope0.2", "ReLU", {"max_value": 1.5, "negative_slope": 0.2}, (2, 3, 4),
+         lambda x: torch.clamp(F.leaky_relu(x, 0.2), max=1.5))
+    case("softmax", "Softmax", {"axis": -1}, (2, 3, 5), lambda x: F.softmax(x, -1))
+    case("softmax_axis1", "Softmax", {"axis": 1}, (2, 3, 4), lambda x: F.softmax(x, 1), scale=2.0)
 
 
 def rescaling_cases():
@@ -302,13 +338,125 @@ def augmentation_cases():
              (2, h, w, 2), crop, training=True, seed=seed, stream=stream, draws=u)
 
 
+def same_conv_pads(n, k, stride, dilation):
+    return same_pads(n, (k - 1) * dilation + 1, stride)
+
+
+def activation(name, y):
+    return {"linear": lambda v: v, "tanh": torch.tanh, "sigmoid": torch.sigmoid}[name](y)
+
+
+def conv1d(x, w, k, stride, padding, dilation, groups, act):
+    """Keras Conv1D: kernel (k, channels/groups, filters), torch (filters, channels/groups, k)."""
+    t = cf(x)
+    if padding == "same":
+        t = F.pad(t, same_conv_pads(t.shape[2], k, stride, dilation))
+    y = F.conv1d(t, w["kernel"].permute(2, 1, 0), w.get("bias"), stride=stride, dilation=dilation, groups=groups)
+    return activation(act, cl(y))
+
+
+def conv2d(x, w, k, stride, padding, dilation, groups, act, depthwise=False):
+    """Keras Conv2D, kernel (kh, kw, channels/groups, filters), torch (filters,
+    channels/groups, kh, kw); DepthwiseConv2D, kernel (kh, kw, channels,
+    multiplier), torch (channels*multiplier, 1, kh, kw) with groups = channels
+    (output channel c*multiplier + j, as Keras orders them)."""
+    t = cf(x)
+    if padding == "same":
+        (tp, bp), (lp, rp) = same_conv_pads(t.shape[2], k[0], stride[0], dilation[0]), same_conv_pads(t.shape[3], k[1], stride[1], dilation[1])
+        t = F.pad(t, (lp, rp, tp, bp))
+    if depthwise:
+        kh, kw, c, m = w["kernel"].shape
+        kern, groups = w["kernel"].permute(2, 3, 0, 1).reshape(c * m, 1, kh, kw), c
+    else:
+        kern = w["kernel"].permute(3, 2, 0, 1)
+    y = F.conv2d(t, kern, w.get("bias"), stride=tuple(stride), dilation=tuple(dilation), groups=groups)
+    return activation(act, cl(y))
+
+
+def weighted_cases():
+    # Conv1D: (name, channels, filters, k, strides, padding, dilation, groups, use_bias, activation)
+    for nm, ch, fl, k, st, pad, dil, gr, bias, act, steps in (
+            ("k3_valid", 3, 4, 3, 1, "valid", 1, 1, True, "linear", 7),
+            ("k3_s2_same_tanh", 3, 2, 3, 2, "same", 1, 1, True, "tanh", 8),
+            ("k4_d2_same", 2, 3, 4, 1, "same", 2, 1, True, "linear", 9),
+            ("k2_s3_same_nobias", 2, 3, 2, 3, "same", 1, 1, False, "linear", 7),
+            ("k3_groups2_same", 4, 6, 3, 1, "same", 1, 2, True, "sigmoid", 6)):
+        ws = {"kernel": ((k, ch // gr, fl), 0.5)}
+        if bias:
+            ws["bias"] = ((fl,), 0.5)
+        opts = {"filters": fl, "kernel_size": k, "strides": st, "padding": pad, "dilation_rate": dil, "groups": gr,
+                "use_bias": bias, "activation": act}
+        case("conv1d_" + nm, "Conv1D", opts, (2, steps, ch),
+             lambda x, w, k=k, st=st, pad=pad, dil=dil, gr=gr, act=act: conv1d(x, w, k, st, pad, dil, gr, act),
+             weights=ws)
+    # Conv2D: kernel (kh, kw)
+    for nm, ch, fl, k, st, pad, dil, gr, bias, act, hw in (
+            ("k3x2_s2_same", 2, 3, (3, 2), (2, 2), "same", (1, 1), 1, True, "linear", (5, 6)),
+            ("k3_d2_valid_tanh", 2, 2, (3, 3), (1, 1), "valid", (2, 2), 1, True, "tanh", (6, 7)),
+            ("k3_d2x1_same", 3, 2, (3, 3), (1, 1), "same", (2, 1), 1, True, "linear", (5, 5)),
+            ("k3_groups3_same", 3, 6, (3, 3), (1, 1), "same", (1, 1), 3, True, "linear", (4, 5)),
+            ("k2_s1x2_same_nobias", 2, 4, (2, 2), (1, 2), "same", (1, 1), 2, False, "linear", (4, 5))):
+        ws = {"kernel": (k + (ch // gr, fl), 0.5)}
+        if bias:
+            ws["bias"] = ((fl,), 0.5)
+        opts = {"filters": fl, "kernel_size": list(k), "strides": list(st), "padding": pad, "dilation_rate": list(dil),
+                "groups": gr, "use_bias": bias, "activation": act}
+        case("conv2d_" + nm, "Conv2D", opts, (2,) + hw + (ch,),
+             lambda x, w, k=k, st=st, pad=pad, dil=dil, gr=gr, act=act: conv2d(x, w, k, st, pad, dil, gr, act),
+             weights=ws)
+    # DepthwiseConv2D
+    for nm, ch, m, k, st, pad, dil, bias, act, hw in (
+            ("k3_m2_same", 3, 2, (3, 3), (1, 1), "same", (1, 1), True, "linear", (4, 5)),
+            ("k3_s2_valid", 2, 1, (3, 3), (2, 2), "valid", (1, 1), True, "tanh", (7, 6)),
+            ("k2x3_d2_same_m3_nobias", 2, 3, (2, 3), (1, 1), "same", (2, 2), False, "linear", (5, 6)),
+            ("k3_s2_same", 2, 2, (3, 3), (2, 2), "same", (1, 1), True, "linear", (6, 5))):
+        ws = {"kernel": (k + (ch, m), 0.5)}
+        if bias:
+            ws["bias"] = ((ch * m,), 0.5)
+        opts = {"kernel_size": list(k), "strides": list(st), "padding": pad, "dilation_rate": list(dil),
+                "depth_multiplier": m, "use_bias": bias, "activation": act}
+        case("depthwise_conv2d_" + nm, "DepthwiseConv2D", opts, (2,) + hw + (ch,),
+             lambda x, w, k=k, st=st, pad=pad, dil=dil, act=act: conv2d(x, w, k, st, pad, dil, 1, act, depthwise=True),
+             weights=ws)
+    # Dense over the last axis of a rank-3 input.
+    case("dense_rank3_tanh", "Dense", {"units": 3, "activation": "tanh"}, (2, 4, 5),
+         lambda x, w: torch.tanh(x @ w["kernel"] + w["bias"]), weights={"kernel": ((5, 3), 0.5), "bias": ((3,), 0.5)})
+    # LayerNormalization over the last axis (Keras's epsilon 1e-3 by default).
+    for nm, shape, eps in (("default", (3, 4, 5), 1e-3), ("eps0.1", (2, 3, 2, 4), 0.1)):
+        c = shape[-1]
+        case("layer_normalization_" + nm, "LayerNormalization", {"axis": -1, "epsilon": eps}, shape,
+             lambda x, w, c=c, eps=eps: F.layer_norm(x, (c,), w["gamma"], w["beta"], eps=eps),
+             weights={"gamma": ((c,), 1.0), "beta": ((c,), 1.0)})
+    # BatchNormalization over the last axis: inference with the moving
+    # statistics, training with the batch's (biased variance).
+    for training in (False, True):
+        c = 3
+        ws = {"gamma": ((c,), 1.0), "beta": ((c,), 1.0), "moving_mean": ((c,), 1.0), "moving_variance": ((c,), 1.0, "positive")}
+
+        def bn(x, w, training=training):
+            if training:   # the batch's statistics; the moving ones are not read
+                return cl(F.batch_norm(cf(x), None, None, w["gamma"], w["beta"], training=True, eps=1e-3))
+            # torch's batch_norm does not differentiate its running statistics:
+            # the formula gives those gradients, and must equal it.
+            y = (x - w["moving_mean"]) / torch.sqrt(w["moving_variance"] + 1e-3) * w["gamma"] + w["beta"]
+            ref = cl(F.batch_norm(cf(x), w["moving_mean"].detach(), w["moving_variance"].detach(), w["gamma"], w["beta"],
+                                  training=False, eps=1e-3))
+            assert torch.allclose(y, ref, rtol=0, atol=1e-12)
+            return y
+        nm = "training" if training else "inference"
+        case("batch_normalization_" + nm, "BatchNormalization", {"epsilon": 1e-3}, (4, 2, 3, c), bn,
+             weights=ws, training=training, seed=0, stream=0, draws=[])
+
+
 def main():
     torch.set_num_threads(1)
     padding_cases()
     upsampling_cases()
     rescaling_cases()
+    activation_cases()
     pooling_cases()
     augmentation_cases()
+    weighted_cases()
     doc = {"generator": "gen_layers_more.py", "torch_version": torch.__version__, "cases": CASES}
     with open(OUT_PATH, "w") as f:
         json.dump(doc, f, separators=(",", ":"), allow_nan=False)
