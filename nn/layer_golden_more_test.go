@@ -51,8 +51,8 @@ func loadLayersMore(t *testing.T) []layerMoreCase {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Cases) < 87 {
-		t.Fatalf("%d golden cases in layers_more.json, want at least 87", len(g.Cases))
+	if len(g.Cases) < 98 {
+		t.Fatalf("%d golden cases in layers_more.json, want at least 98", len(g.Cases))
 	}
 	return g.Cases
 }
@@ -184,6 +184,22 @@ func moreLayer(c *layerMoreCase) (Layer, error) {
 			return Conv2D(int(num("filters")), k[0], append(opts, Groups(int(num("groups"))))...), nil
 		}
 		return DepthwiseConv2D(k[0], append(opts, DepthMultiplier(int(num("depth_multiplier"))))...), nil
+	case "Conv1DTranspose", "Conv2DTranspose":
+		opts := []LayerOption{Strides(ints(o["strides"])...), Padding(o["padding"].(string)),
+			UseBias(o["use_bias"].(bool)), Activation(o["activation"].(string))}
+		if d, ok := o["dilation_rate"]; ok {
+			opts = append(opts, DilationRate(ints(d)...))
+		}
+		if p, ok := o["output_padding"]; ok {
+			opts = append(opts, OutputPadding(ints(p)...))
+		}
+		if c.Layer == "Conv1DTranspose" {
+			return Conv1DTranspose(int(num("filters")), int(num("kernel_size")), opts...), nil
+		}
+		return Conv2DTranspose(int(num("filters")), int(num("kernel_size")), opts...), nil
+	case "SeparableConv2D":
+		return SeparableConv2D(int(num("filters")), int(num("kernel_size")), Strides(ints(o["strides"])...),
+			Padding(o["padding"].(string)), DepthMultiplier(int(num("depth_multiplier"))), Activation(o["activation"].(string))), nil
 	case "Dense":
 		return Dense(int(num("units")), Activation(o["activation"].(string))), nil
 	case "LayerNormalization":

@@ -15,7 +15,9 @@ training. Layers with weights: Conv1D and Conv2D (strides, dilation, groups,
 "same" padding, F.conv1d/2d), DepthwiseConv2D (F.conv2d with one group per
 channel), Dense over a rank-3 input, LayerNormalization (F.layer_norm) and
 BatchNormalization in inference (its formula, checked against
-F.batch_norm) and in training (F.batch_norm over the batch).
+F.batch_norm) and in training (F.batch_norm over the batch),
+Conv1DTranspose and Conv2DTranspose (F.conv_transpose1d/2d, see
+transpose_cases) and SeparableConv2D.
 
 Every tensor is channels-last, as the Keras layers take it: (batch, steps,
 channels) or (batch, height, width, channels); the ops run on its transpose
@@ -26,7 +28,8 @@ to channels-first. Each case holds:
   grad_x     the gradient of sum(y * r) with respect to x (torch autograd)
   weights, grad_weights
              for layers with weights: each weight by its Keras short name
-             (kernel, bias, gamma, beta, moving_mean, moving_variance) in
+             (kernel, bias, gamma, beta, moving_mean, moving_variance,
+             depthwise_kernel, pointwise_kernel) in
              Keras's layout, and the gradient of sum(y * r) with respect
              to it
   options    the layer's Keras options (pooling strides only where given,
@@ -447,6 +450,73 @@ def weighted_cases():
         case("batch_normalization_" + nm, "BatchNormalization", {"epsilon": 1e-3}, (4, 2, 3, c), bn,
              weights=ws, training=training, seed=0, stream=0, draws=[])
 
+def transpose_cases():
+    """Conv1DTranspose and Conv2DTranspose, kernel (k..., filters, channels),
+    torch weight (channels, filters, k...). Keras's "same" output is
+    input * strides; where its padding is symmetric (kernel 4, strides 2:
+    one each side; kernel 3, strides 1) the torch op gets it, and where it is
+    not (kernel 3, strides 2: nothing before, one after) the op runs with
+    padding 0 and the last row (and column) is cut off, as gen_layers.py
+    does. SeparableConv2D: depthwise_kernel (kh, kw, channels, multiplier),
+    pointwise_kernel (1, 1, channels*multiplier, filters)."""
+    def t2(x, w, stride, pad, op, crop, act, dilation=1):
+        y = F.conv_transpose2d(cf(x), w["kernel"].permute(3, 2, 0, 1), w.get("bias"), stride=stride, padding=pad,
+                               output_padding=op, dilation=dilation)
+        if crop:
+            y = y[:, :, :crop[0], :crop[1]]
+        return activation(act, cl(y))
+
+    for nm, ch, fl, k, st, pad, op, crop, bias, act, dil, hw, opts in (
+            ("same_k4_s2_tanh", 3, 4, 4, 2, 1, 0, None, True, "tanh", 1, (3, 3), {"padding": "same"}),
+            ("valid_k3_s2_op1", 2, 2, 3, 2, 0, 1, None, True, "linear", 1, (3, 4), {"padding": "valid", "output_padding": 1}),
+            ("same_k3_s1_nobias", 2, 3, 3, 1, 1, 0, None, False, "linear", 1, (4, 3), {"padding": "same"}),
+            ("same_k3_s2", 2, 2, 3, 2, 0, 0, (6, 4), True, "linear", 1, (3, 2), {"padding": "same"}),
+            ("valid_k3_d2", 2, 3, 3, 1, 0, 0, None, True, "linear", 2, (3, 4), {"padding": "valid"})):
+        ws = {"kernel": ((k, k, fl, ch), 0.5)}
+        if bias:
+            ws["bias"] = ((fl,), 0.5)
+        o = {"filters": fl, "kernel_size": k, "strides": st, "dilation_rate": dil, "use_bias": bias, "activation": act}
+        o.update(opts)
+        case("conv2d_transpose_" + nm, "Conv2DTranspose", o, (2,) + hw + (ch,),
+             lambda x, w, st=st, pad=pad, op=op, crop=crop, act=act, dil=dil: t2(x, w, st, pad, op, crop, act, dil),
+             weights=ws)
+
+    def t1(x, w, stride, pad, op, crop, act):
+        y = F.conv_transpose1d(cf(x), w["kernel"].permute(2, 1, 0), w.get("bias"), stride=stride, padding=pad,
+                               output_padding=op)
+        if crop:
+            y = y[:, :, :crop]
+        return activation(act, cl(y))
+
+    for nm, ch, fl, k, st, pad, op, crop, act, n, opts in (
+            ("valid_k4_s2_op1_tanh", 3, 2, 4, 2, 0, 1, None, "tanh", 5, {"padding": "valid", "output_padding": 1}),
+            ("same_k3_s2", 2, 3, 3, 2, 0, 0, 10, "linear", 5, {"padding": "same"}),
+            ("same_k4_s2", 2, 2, 4, 2, 1, 0, None, "linear", 4, {"padding": "same"})):
+        o = {"filters": fl, "kernel_size": k, "strides": st, "use_bias": True, "activation": act}
+        o.update(opts)
+        case("conv1d_transpose_" + nm, "Conv1DTranspose", o, (2, n, ch),
+             lambda x, w, st=st, pad=pad, op=op, crop=crop, act=act: t1(x, w, st, pad, op, crop, act),
+             weights={"kernel": ((k, fl, ch), 0.5), "bias": ((fl,), 0.5)})
+
+    def sep(x, w, k, stride, padding, act):
+        t = cf(x)
+        if padding == "same":
+            (tp, bp), (lp, rp) = same_conv_pads(t.shape[2], k, stride, 1), same_conv_pads(t.shape[3], k, stride, 1)
+            t = F.pad(t, (lp, rp, tp, bp))
+        kh, kw, c, m = w["depthwise_kernel"].shape
+        y = F.conv2d(t, w["depthwise_kernel"].permute(2, 3, 0, 1).reshape(c * m, 1, kh, kw), stride=stride, groups=c)
+        y = F.conv2d(y, w["pointwise_kernel"].permute(3, 2, 0, 1), w["bias"])
+        return activation(act, cl(y))
+
+    for nm, ch, m, fl, k, st, pad, act, hw in (("same_k3_m2", 3, 2, 4, 3, 1, "same", "linear", (4, 5)),
+                                              ("same_k3_s2_tanh", 2, 1, 3, 3, 2, "same", "tanh", (5, 6)),
+                                              ("valid_k2_m3", 2, 3, 2, 2, 1, "valid", "linear", (3, 4))):
+        case("separable_conv2d_" + nm, "SeparableConv2D",
+             {"filters": fl, "kernel_size": k, "strides": st, "padding": pad, "depth_multiplier": m, "activation": act},
+             (2,) + hw + (ch,), lambda x, w, k=k, st=st, pad=pad, act=act: sep(x, w, k, st, pad, act),
+             weights={"depthwise_kernel": ((k, k, ch, m), 0.5), "pointwise_kernel": ((1, 1, ch * m, fl), 0.5),
+                      "bias": ((fl,), 0.5)})
+
 
 def main():
     torch.set_num_threads(1)
@@ -457,6 +527,7 @@ def main():
     pooling_cases()
     augmentation_cases()
     weighted_cases()
+    transpose_cases()
     doc = {"generator": "gen_layers_more.py", "torch_version": torch.__version__, "cases": CASES}
     with open(OUT_PATH, "w") as f:
         json.dump(doc, f, separators=(",", ":"), allow_nan=False)
