@@ -78,3 +78,43 @@ func TestLayersMoreOnBackends(t *testing.T) {
 		}
 	}
 }
+
+// TestLayersOnOpenCL runs the golden cases of layers.json on every OpenCL
+// device: each forward case through a model's Predict, as
+// TestLayersMatchPyTorch does on the reference and CPU devices, and the SGD
+// step of TestLayersTrainStepMatchesPyTorch, against PyTorch's values.
+func TestLayersOnOpenCL(t *testing.T) {
+	devs, noOpenCL := conformanceDevices(t)
+	if noOpenCL != "" {
+		t.Skip(noOpenCL)
+	}
+	g := loadLayerGolden(t)
+	for _, dev := range devs[1:] {
+		id := dev.Info().ID
+		for _, c := range g.Cases {
+			t.Run(c.Name+" on "+id, func(t *testing.T) {
+				layers, ok := goldenLayers[c.Name]
+				if !ok {
+					t.Fatalf("no layers for case %q", c.Name)
+				}
+				in := c.X.Shape[1:]
+				m := must(t)(Sequential("m", Input(in...), layers()...))
+				for name, w := range c.Weights {
+					setWeight(t, m, name, w.Shape, w.float32s()...)
+				}
+				if err := m.SetDevice(dev); err != nil {
+					t.Fatal(err)
+				}
+				out, err := m.Predict(samples(t, c.X.float32s(), in, nil, nil), quiet)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slicesEqual(out.Shape, c.Output.Shape) {
+					t.Fatalf("output shape %v, PyTorch %v", out.Shape, c.Output.Shape)
+				}
+				compareGolden(t, "output", out.Data, c.Output.Data, 1e-5)
+			})
+		}
+		t.Run("train step on "+id, func(t *testing.T) { trainStepMatches(t, dev) })
+	}
+}
