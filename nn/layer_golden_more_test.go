@@ -51,8 +51,8 @@ func loadLayersMore(t *testing.T) []layerMoreCase {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Cases) < 98 {
-		t.Fatalf("%d golden cases in layers_more.json, want at least 98", len(g.Cases))
+	if len(g.Cases) < 101 {
+		t.Fatalf("%d golden cases in layers_more.json, want at least 101", len(g.Cases))
 	}
 	return g.Cases
 }
@@ -156,7 +156,11 @@ func moreLayer(c *layerMoreCase) (Layer, error) {
 		}
 		return RandomContrast(num("factor"), opts...), nil
 	case "RandomTranslation":
-		return RandomTranslation(num("height_factor"), num("width_factor")), nil
+		var opts []LayerOption
+		if m, ok := o["fill_mode"]; ok {
+			opts = append(opts, FillMode(m.(string)), FillValue(num("fill_value")))
+		}
+		return RandomTranslation(num("height_factor"), num("width_factor"), opts...), nil
 	case "RandomCrop":
 		return RandomCrop(int(num("height")), int(num("width"))), nil
 	case "ReLU":

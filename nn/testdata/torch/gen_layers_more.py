@@ -10,8 +10,8 @@ Rescaling, ReLU and Softmax, MaxPooling1D/2D and AveragePooling1D/2D with
 GlobalAveragePooling1D/2D and GlobalMaxPooling1D/2D (mean, amax), and the
 augmentation layers: RandomFlip, RandomContrast, RandomTranslation and
 RandomCrop in inference (the identity, and RandomCrop's centred crop box
-resized bilinearly), and RandomFlip, RandomContrast and RandomCrop in
-training. Layers with weights: Conv1D and Conv2D (strides, dilation, groups,
+resized bilinearly), and RandomFlip, RandomContrast, RandomTranslation
+(F.grid_sample) and RandomCrop in training. Layers with weights: Conv1D and Conv2D (strides, dilation, groups,
 "same" padding, F.conv1d/2d), DepthwiseConv2D (F.conv2d with one group per
 channel), Dense over a rank-3 input, LayerNormalization (F.layer_norm) and
 BatchNormalization in inference (its formula, checked against
@@ -61,6 +61,7 @@ draws it used, which the Go test compares with tile.UniformAt.
   RandomContrast: draw (batch, 1, 1, 1); factor 1 - f + 2 f draw[n];
                   y = clip((x - mean) * factor + mean, lo, hi), the mean per
                   sample and channel over height and width.
+  RandomTranslation: draw (batch, 2); see augmentation_cases.
   RandomCrop:     draw (2); the window's start along height (width) is
                   min(floor(draw[0] * (H - h + 1)), H - h), computed in float32
                   as the layer does, for the whole batch.
@@ -323,6 +324,36 @@ def augmentation_cases():
             return torch.clamp((x - mean) * f + mean, lo, hi)
         case("random_contrast_training_%g_%g_%g" % (factor, lo, hi), "RandomContrast",
              {"factor": factor, "value_range": [lo, hi]}, (n, 3, 4, 2), contrast,
+             training=True, seed=seed, stream=stream, draws=u)
+
+    # RandomTranslation in training: sample n moves down by
+    # dy = (-hf + 2 hf draw[n, 0]) * H and right by dx = (-wf + 2 wf draw[n, 1]) * W,
+    # read bilinearly by F.grid_sample (align_corners=False: pixel i sits at
+    # (2i + 1) / size - 1). Its "reflection" padding reflects about the
+    # image's edge (d c b a | a b c d), Keras's "reflect"; "border" repeats
+    # the edge, Keras's "nearest"; "zeros" plus fill * (1 - the same sampling
+    # of ones) is Keras's "constant", the fill weighted as the outside pixels.
+    for mode, pad_mode, fill, hf, wf, seed, stream in (("reflect", "reflection", 0.0, 0.4, 0.3, 21, 4),
+                                                       ("nearest", "border", 0.0, 0.5, 0.5, 3, 1),
+                                                       ("constant", "zeros", 0.75, 0.3, 0.6, 8, 5)):
+        u = uniform(seed, stream, 2 * n)
+
+        def translate(x, hf=hf, wf=wf, u=u, pad_mode=pad_mode, fill=fill):
+            b, h, w = x.shape[0], x.shape[1], x.shape[2]
+            dy = torch.tensor([(-hf + 2 * hf * u[2 * s]) * h for s in range(b)], dtype=F64).reshape(b, 1, 1)
+            dx = torch.tensor([(-wf + 2 * wf * u[2 * s + 1]) * w for s in range(b)], dtype=F64).reshape(b, 1, 1)
+            ys = torch.arange(h, dtype=F64).reshape(1, h, 1)
+            xs = torch.arange(w, dtype=F64).reshape(1, 1, w)
+            gy = (2 * (ys - dy) + 1) / h - 1
+            gx = (2 * (xs - dx) + 1) / w - 1
+            grid = torch.stack([gx.expand(b, h, w), gy.expand(b, h, w)], dim=-1)
+            y = F.grid_sample(cf(x), grid, mode="bilinear", padding_mode=pad_mode, align_corners=False)
+            if fill:
+                ones = torch.ones_like(cf(x))
+                y = y + fill * (1 - F.grid_sample(ones, grid, mode="bilinear", padding_mode="zeros", align_corners=False))
+            return cl(y)
+        case("random_translation_training_" + mode, "RandomTranslation",
+             {"height_factor": hf, "width_factor": wf, "fill_mode": mode, "fill_value": fill}, (n, 4, 5, 2), translate,
              training=True, seed=seed, stream=stream, draws=u)
 
     for (h, w), (th, tw), seed, stream in (((6, 7), (3, 4), 3, 4), ((5, 5), (5, 2), 8, 1), ((3, 4), (4, 4), 2, 6)):
