@@ -51,8 +51,8 @@ func loadLayersMore(t *testing.T) []layerMoreCase {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Cases) < 101 {
-		t.Fatalf("%d golden cases in layers_more.json, want at least 101", len(g.Cases))
+	if len(g.Cases) < 104 {
+		t.Fatalf("%d golden cases in layers_more.json, want at least 104", len(g.Cases))
 	}
 	return g.Cases
 }
@@ -163,6 +163,8 @@ func moreLayer(c *layerMoreCase) (Layer, error) {
 		return RandomTranslation(num("height_factor"), num("width_factor"), opts...), nil
 	case "RandomCrop":
 		return RandomCrop(int(num("height")), int(num("width"))), nil
+	case "Dropout":
+		return Dropout(num("rate")), nil
 	case "ReLU":
 		var opts []LayerOption
 		if _, ok := o["max_value"]; ok {

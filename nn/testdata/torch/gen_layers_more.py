@@ -11,7 +11,8 @@ GlobalAveragePooling1D/2D and GlobalMaxPooling1D/2D (mean, amax), and the
 augmentation layers: RandomFlip, RandomContrast, RandomTranslation and
 RandomCrop in inference (the identity, and RandomCrop's centred crop box
 resized bilinearly), and RandomFlip, RandomContrast, RandomTranslation
-(F.grid_sample) and RandomCrop in training. Layers with weights: Conv1D and Conv2D (strides, dilation, groups,
+(F.grid_sample) and RandomCrop in training; Dropout in inference and
+training. Layers with weights: Conv1D and Conv2D (strides, dilation, groups,
 "same" padding, F.conv1d/2d), DepthwiseConv2D (F.conv2d with one group per
 channel), Dense over a rank-3 input, LayerNormalization (F.layer_norm) and
 BatchNormalization in inference (its formula, checked against
@@ -62,6 +63,8 @@ draws it used, which the Go test compares with tile.UniformAt.
                   y = clip((x - mean) * factor + mean, lo, hi), the mean per
                   sample and channel over height and width.
   RandomTranslation: draw (batch, 2); see augmentation_cases.
+  Dropout:        draw of the input's shape; an element is kept, times
+                  1 / (1 - rate), where its draw is at least the rate.
   RandomCrop:     draw (2); the window's start along height (width) is
                   min(floor(draw[0] * (H - h + 1)), H - h), computed in float32
                   as the layer does, for the whole batch.
@@ -324,6 +327,19 @@ def augmentation_cases():
             return torch.clamp((x - mean) * f + mean, lo, hi)
         case("random_contrast_training_%g_%g_%g" % (factor, lo, hi), "RandomContrast",
              {"factor": factor, "value_range": [lo, hi]}, (n, 3, 4, 2), contrast,
+             training=True, seed=seed, stream=stream, draws=u)
+
+    # Dropout in training: draw of x's shape; an element is kept, scaled by
+    # 1 / (1 - rate), where its draw is at least the rate (in float32).
+    case("dropout_inference", "Dropout", {"rate": 0.5}, (2, 3, 4), lambda x: x * 1)
+    for rate, shape, seed, stream in ((0.3, (2, 3, 4), 4, 2), (0.5, (2, 4, 3, 2), 13, 6)):
+        size = int(np.prod(shape))
+        u = uniform(seed, stream, size)
+
+        def dropout(x, rate=rate, u=u, shape=shape):
+            keep = torch.tensor(np.array(u, dtype=np.float32) >= np.float32(rate)).reshape(shape)
+            return torch.where(keep, x / (1 - rate), torch.zeros_like(x))
+        case("dropout_training_%g" % rate, "Dropout", {"rate": rate}, shape, dropout,
              training=True, seed=seed, stream=stream, draws=u)
 
     # RandomTranslation in training: sample n moves down by
