@@ -37,6 +37,9 @@ type layerMoreCase struct {
 	// the gradients with respect to them.
 	Weights map[string]goldenTensor `json:"weights"`
 	GradW   map[string]goldenTensor `json:"grad_weights"`
+	// Updates are the new values of weights a training step sets other
+	// than by gradients (BatchNormalization's moving statistics).
+	Updates map[string]goldenTensor `json:"updates"`
 }
 
 func loadLayersMore(t *testing.T) []layerMoreCase {
@@ -230,7 +233,8 @@ func layerGradGraph(c *layerMoreCase, dtype tile.DType) (g *tile.Graph, loss *ti
 // addLayerCase adds a golden case to g in dtype: inputs prefix+"x" and
 // prefix+"w_"+short for each of the layer's weights, outputs prefix+"y"
 // (the layer's output), prefix+"dx" and prefix+"dw_"+short (the gradients
-// of sum(y·r) with respect to x and each weight). It returns sum(y·r), the
+// of sum(y·r) with respect to x and each weight) and prefix+"up_"+short for
+// each weight the layer updates in training. It returns sum(y·r), the
 // inputs, x first, and their names. Training cases draw under the case's seed and
 // stream.
 func addLayerCase(g *tile.Graph, c *layerMoreCase, dtype tile.DType, prefix string) (loss *tile.Tensor, ins []*tile.Tensor, names []string, err error) {
@@ -280,6 +284,15 @@ func addLayerCase(g *tile.Graph, c *layerMoreCase, dtype tile.DType, prefix stri
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if len(cc.updates) != len(c.Updates) {
+		return nil, nil, nil, fmt.Errorf("%s updates %d weights, the golden case %d", c.Layer, len(cc.updates), len(c.Updates))
+	}
+	for _, u := range cc.updates {
+		if _, ok := c.Updates[u.w.short]; !ok {
+			return nil, nil, nil, fmt.Errorf("%s updates %s, which the golden case does not", c.Layer, u.w.short)
+		}
+		g.SetOutput(prefix+"up_"+u.w.short, u.value)
+	}
 	g.SetOutput(prefix+"y", y)
 	g.SetOutput(prefix+"dx", grads[0])
 	for i, w := range ws {
@@ -290,8 +303,8 @@ func addLayerCase(g *tile.Graph, c *layerMoreCase, dtype tile.DType, prefix stri
 
 // layerResult is a case's output and gradients on one device.
 type layerResult struct {
-	y, dx []float32
-	dw    map[string][]float32
+	y, dx  []float32
+	dw, up map[string][]float32
 }
 
 // runLayerCases runs golden cases in one float32 graph on dev (one
@@ -332,7 +345,7 @@ func runLayerCases(dev backend.Device, cases []layerMoreCase) ([]layerResult, er
 	}
 	for i, c := range cases {
 		pre := fmt.Sprintf("c%d_", i)
-		r := layerResult{dw: map[string][]float32{}}
+		r := layerResult{dw: map[string][]float32{}, up: map[string][]float32{}}
 		if r.y, err = read(pre+"y", len(c.Output.Data)); err != nil {
 			return nil, err
 		}
@@ -344,17 +357,26 @@ func runLayerCases(dev backend.Device, cases []layerMoreCase) ([]layerResult, er
 				return nil, err
 			}
 		}
+		for name, u := range c.Updates {
+			if r.up[name], err = read(pre+"up_"+name, len(u.Data)); err != nil {
+				return nil, err
+			}
+		}
 		out[i] = r
 	}
 	return out, nil
 }
 
 // goldenParts lists a case's results beside PyTorch's: the output, the
-// input gradient and each weight's gradient, in the weights' name order.
+// input gradient, each weight's gradient and each updated weight, in the
+// weights' name order.
 func goldenParts(c *layerMoreCase, r layerResult) []goldenPart {
 	parts := []goldenPart{{"output", r.y, c.Output.Data}, {"gradient", r.dx, c.GradX.Data}}
 	for _, name := range slices.Sorted(maps.Keys(c.GradW)) {
 		parts = append(parts, goldenPart{"gradient of " + name, r.dw[name], c.GradW[name].Data})
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Updates)) {
+		parts = append(parts, goldenPart{"updated " + name, r.up[name], c.Updates[name].Data})
 	}
 	return parts
 }

@@ -33,6 +33,8 @@ to channels-first. Each case holds:
              depthwise_kernel, pointwise_kernel) in
              Keras's layout, and the gradient of sum(y * r) with respect
              to it
+  updates    for BatchNormalization in training: the moving statistics
+             after the step
   options    the layer's Keras options (pooling strides only where given,
              else Keras's default, the pool size), from which the Go test
              builds the layer
@@ -496,6 +498,16 @@ def weighted_cases():
         nm = "training" if training else "inference"
         case("batch_normalization_" + nm, "BatchNormalization", {"epsilon": 1e-3}, (4, 2, 3, c), bn,
              weights=ws, training=training, seed=0, stream=0, draws=[])
+        if training:
+            # Keras's moving statistics after the step, momentum 0.99: the
+            # batch's mean and biased variance over every axis but the last.
+            cs = CASES[-1]
+            x = torch.tensor(cs["x"]["data"], dtype=F64).reshape(cs["x"]["shape"])
+            mm = torch.tensor(cs["weights"]["moving_mean"]["data"], dtype=F64)
+            mv = torch.tensor(cs["weights"]["moving_variance"]["data"], dtype=F64)
+            bm, bv = x.mean((0, 1, 2)), x.var((0, 1, 2), unbiased=False)
+            cs["updates"] = {"moving_mean": enc((mm * 0.99 + bm * 0.01).numpy()),
+                             "moving_variance": enc((mv * 0.99 + bv * 0.01).numpy())}
 
 def transpose_cases():
     """Conv1DTranspose and Conv2DTranspose, kernel (k..., filters, channels),
