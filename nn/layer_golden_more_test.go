@@ -54,8 +54,8 @@ func loadLayersMore(t *testing.T) []layerMoreCase {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Cases) < 104 {
-		t.Fatalf("%d golden cases in layers_more.json, want at least 104", len(g.Cases))
+	if len(g.Cases) < 106 {
+		t.Fatalf("%d golden cases in layers_more.json, want at least 106", len(g.Cases))
 	}
 	return g.Cases
 }
@@ -209,6 +209,8 @@ func moreLayer(c *layerMoreCase) (Layer, error) {
 	case "SeparableConv2D":
 		return SeparableConv2D(int(num("filters")), int(num("kernel_size")), Strides(ints(o["strides"])...),
 			Padding(o["padding"].(string)), DepthMultiplier(int(num("depth_multiplier"))), Activation(o["activation"].(string))), nil
+	case "Embedding":
+		return Embedding(int(num("input_dim")), int(num("output_dim"))), nil
 	case "Dense":
 		return Dense(int(num("units")), Activation(o["activation"].(string))), nil
 	case "LayerNormalization":
@@ -221,55 +223,59 @@ func moreLayer(c *layerMoreCase) (Layer, error) {
 
 // layerGradGraph builds the graph of a golden case in dtype (see
 // addLayerCase) and returns it with the scalar sum(y·r) and the inputs it
-// is differentiated by: x, then the weights.
-func layerGradGraph(c *layerMoreCase, dtype tile.DType) (g *tile.Graph, loss *tile.Tensor, ins []*tile.Tensor, names []string, err error) {
+// is differentiated by: x (unless it holds indices), then the weights.
+func layerGradGraph(c *layerMoreCase, dtype tile.DType) (g *tile.Graph, loss *tile.Tensor, ins []*tile.Tensor, err error) {
 	g = tile.NewGraph("golden_" + c.Name)
-	if loss, ins, names, err = addLayerCase(g, c, dtype, ""); err != nil {
-		return nil, nil, nil, nil, err
+	if loss, ins, err = addLayerCase(g, c, dtype, ""); err != nil {
+		return nil, nil, nil, err
 	}
-	return g, loss, ins, names, g.Err()
+	return g, loss, ins, g.Err()
 }
 
 // addLayerCase adds a golden case to g in dtype: inputs prefix+"x" and
-// prefix+"w_"+short for each of the layer's weights, outputs prefix+"y"
+// prefix+"w_"+short for each of the layer's weights; outputs prefix+"y"
 // (the layer's output), prefix+"dx" and prefix+"dw_"+short (the gradients
-// of sum(y·r) with respect to x and each weight) and prefix+"up_"+short for
-// each weight the layer updates in training. It returns sum(y·r), the
-// inputs, x first, and their names. Training cases draw under the case's seed and
-// stream.
-func addLayerCase(g *tile.Graph, c *layerMoreCase, dtype tile.DType, prefix string) (loss *tile.Tensor, ins []*tile.Tensor, names []string, err error) {
+// of sum(y·r) with respect to x, unless it holds indices, and each weight)
+// and prefix+"up_"+short for each weight the layer updates in training. It
+// returns sum(y·r) and the differentiated inputs, x first. Training cases
+// draw under the case's seed and stream.
+func addLayerCase(g *tile.Graph, c *layerMoreCase, dtype tile.DType, prefix string) (loss *tile.Tensor, ins []*tile.Tensor, err error) {
 	l, err := moreLayer(c)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if err := l.base().err; err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	out, err := l.build([]tile.Shape{tile.Shape(c.X.Shape[1:])})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("building %s: %w", c.Layer, err)
+		return nil, nil, fmt.Errorf("building %s: %w", c.Layer, err)
 	}
 	if !slicesEqual(out, c.Output.Shape[1:]) {
-		return nil, nil, nil, fmt.Errorf("%s builds output %v, PyTorch's is %v per sample", c.Layer, out, c.Output.Shape[1:])
+		return nil, nil, fmt.Errorf("%s builds output %v, PyTorch's is %v per sample", c.Layer, out, c.Output.Shape[1:])
 	}
 	l.base().stream = c.Stream
 	x := g.Input(prefix+"x", dtype, tile.Shape(c.X.Shape))
-	ins, names = []*tile.Tensor{x}, []string{prefix + "x"}
+	// An input of indices (Embedding's) has no gradient.
+	withX := c.GradX.Shape != nil
+	if withX {
+		ins = []*tile.Tensor{x}
+	}
 	cc := &callContext{g: g, training: c.Training, vars: map[*Weight]*tile.Tensor{}, logits: map[*tile.Tensor]*logits{}}
 	ws := l.base().weights
 	if len(ws) != len(c.Weights) || len(ws) != len(c.GradW) {
-		return nil, nil, nil, fmt.Errorf("%s has %d weights, the golden case %d (and %d gradients)", c.Layer, len(ws), len(c.Weights), len(c.GradW))
+		return nil, nil, fmt.Errorf("%s has %d weights, the golden case %d (and %d gradients)", c.Layer, len(ws), len(c.Weights), len(c.GradW))
 	}
 	for _, w := range ws {
 		gw, ok := c.Weights[w.short]
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("the golden case has no weight %q of %s", w.short, c.Layer)
+			return nil, nil, fmt.Errorf("the golden case has no weight %q of %s", w.short, c.Layer)
 		}
 		if !slicesEqual(w.shape, gw.Shape) {
-			return nil, nil, nil, fmt.Errorf("%s's %s has shape %v, PyTorch's %v", c.Layer, w.short, w.shape, gw.Shape)
+			return nil, nil, fmt.Errorf("%s's %s has shape %v, PyTorch's %v", c.Layer, w.short, w.shape, gw.Shape)
 		}
 		cc.vars[w] = g.Input(prefix+"w_"+w.short, dtype, w.shape)
-		ins, names = append(ins, cc.vars[w]), append(names, prefix+"w_"+w.short)
+		ins = append(ins, cc.vars[w])
 	}
 	if c.Training {
 		cc.seed = g.Scalar(float64(c.Seed), tile.Int64)
@@ -277,28 +283,31 @@ func addLayerCase(g *tile.Graph, c *layerMoreCase, dtype tile.DType, prefix stri
 	y := l.call(cc, []*tile.Tensor{x})
 	rv, err := tile.ValueOf(dtype, tile.Shape(c.R.Shape), c.R.Data)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	loss = sumAll(g, g.Mul(y, g.Constant(rv)))
 	grads, err := grad.Grad(g, loss, ins...)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if len(cc.updates) != len(c.Updates) {
-		return nil, nil, nil, fmt.Errorf("%s updates %d weights, the golden case %d", c.Layer, len(cc.updates), len(c.Updates))
+		return nil, nil, fmt.Errorf("%s updates %d weights, the golden case %d", c.Layer, len(cc.updates), len(c.Updates))
 	}
 	for _, u := range cc.updates {
 		if _, ok := c.Updates[u.w.short]; !ok {
-			return nil, nil, nil, fmt.Errorf("%s updates %s, which the golden case does not", c.Layer, u.w.short)
+			return nil, nil, fmt.Errorf("%s updates %s, which the golden case does not", c.Layer, u.w.short)
 		}
 		g.SetOutput(prefix+"up_"+u.w.short, u.value)
 	}
 	g.SetOutput(prefix+"y", y)
-	g.SetOutput(prefix+"dx", grads[0])
-	for i, w := range ws {
-		g.SetOutput(prefix+"dw_"+w.short, grads[i+1])
+	if withX {
+		g.SetOutput(prefix+"dx", grads[0])
+		grads = grads[1:]
 	}
-	return loss, ins, names, nil
+	for i, w := range ws {
+		g.SetOutput(prefix+"dw_"+w.short, grads[i])
+	}
+	return loss, ins, nil
 }
 
 // layerResult is a case's output and gradients on one device.
@@ -312,7 +321,7 @@ type layerResult struct {
 func runLayerCases(dev backend.Device, cases []layerMoreCase) ([]layerResult, error) {
 	g := tile.NewGraph("golden_layers_more")
 	for i := range cases {
-		if _, _, _, err := addLayerCase(g, &cases[i], tile.Float32, fmt.Sprintf("c%d_", i)); err != nil {
+		if _, _, err := addLayerCase(g, &cases[i], tile.Float32, fmt.Sprintf("c%d_", i)); err != nil {
 			return nil, fmt.Errorf("case %s: %w", cases[i].Name, err)
 		}
 	}
@@ -349,8 +358,10 @@ func runLayerCases(dev backend.Device, cases []layerMoreCase) ([]layerResult, er
 		if r.y, err = read(pre+"y", len(c.Output.Data)); err != nil {
 			return nil, err
 		}
-		if r.dx, err = read(pre+"dx", len(c.GradX.Data)); err != nil {
-			return nil, err
+		if c.GradX.Shape != nil {
+			if r.dx, err = read(pre+"dx", len(c.GradX.Data)); err != nil {
+				return nil, err
+			}
 		}
 		for name, gw := range c.GradW {
 			if r.dw[name], err = read(pre+"dw_"+name, len(gw.Data)); err != nil {
@@ -371,7 +382,10 @@ func runLayerCases(dev backend.Device, cases []layerMoreCase) ([]layerResult, er
 // input gradient, each weight's gradient and each updated weight, in the
 // weights' name order.
 func goldenParts(c *layerMoreCase, r layerResult) []goldenPart {
-	parts := []goldenPart{{"output", r.y, c.Output.Data}, {"gradient", r.dx, c.GradX.Data}}
+	parts := []goldenPart{{"output", r.y, c.Output.Data}}
+	if c.GradX.Shape != nil {
+		parts = append(parts, goldenPart{"gradient", r.dx, c.GradX.Data})
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.GradW)) {
 		parts = append(parts, goldenPart{"gradient of " + name, r.dw[name], c.GradW[name].Data})
 	}
@@ -452,28 +466,28 @@ func TestLayersMoreMatchPyTorch(t *testing.T) {
 }
 
 // TestLayersMoreGradientCheck checks every case's gradients with respect to
-// the input and the weights in float64 against central finite differences
+// the input (unless it holds indices) and the weights in float64 against central finite differences
 // (grad.Check) at the case's values.
 func TestLayersMoreGradientCheck(t *testing.T) {
 	cases := loadLayersMore(t)
 	for i := range cases {
 		c := &cases[i]
 		t.Run(c.Name, func(t *testing.T) {
-			g, loss, ins, names, err := layerGradGraph(c, tile.Float64)
+			g, loss, ins, err := layerGradGraph(c, tile.Float64)
 			if err != nil {
 				t.Fatal(err)
 			}
 			feeds := map[string]*tile.Value{}
-			data := map[string][]float64{"x": c.X.Data}
+			tensors := map[string]goldenTensor{"x": c.X}
 			for name, w := range c.Weights {
-				data["w_"+name] = w.Data
+				tensors["w_"+name] = w
 			}
-			for k, in := range ins {
-				v, err := tile.ValueOf(tile.Float64, in.Shape(), data[names[k]])
+			for name, gt := range tensors {
+				v, err := tile.ValueOf(tile.Float64, tile.Shape(gt.Shape), gt.Data)
 				if err != nil {
 					t.Fatal(err)
 				}
-				feeds[names[k]] = v
+				feeds[name] = v
 			}
 			maxErr, where, err := grad.Check(g, loss, ins, feeds, nil)
 			if err != nil {

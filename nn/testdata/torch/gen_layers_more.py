@@ -26,7 +26,8 @@ to channels-first. Each case holds:
   x          the input (float32 values)
   weighting  a fixed random tensor r of the output's shape (float32 values)
   output     the layer's output y
-  grad_x     the gradient of sum(y * r) with respect to x (torch autograd)
+  grad_x     the gradient of sum(y * r) with respect to x (torch autograd),
+             absent for Embedding, whose input holds indices
   weights, grad_weights
              for layers with weights: each weight by its Keras short name
              (kernel, bias, gamma, beta, moving_mean, moving_variance,
@@ -149,15 +150,17 @@ def same_pads(n, size, stride):
 CASES = []
 
 
-def case(name, layer, options, shape, fn, training=False, seed=None, stream=None, draws=None, scale=1.0, weights=None):
+def case(name, layer, options, shape, fn, training=False, seed=None, stream=None, draws=None, scale=1.0, weights=None,
+         indices=None):
     """Adds a case: fn(x) or, for a layer with weights (a dict of Keras short
     names to (shape, scale) or (shape, scale, "positive"), drawn in order
     after x; a positive weight is |normal| * scale + 0.5), fn(x, {name:
     tensor}). Gradients are taken with respect to x and every weight (zero
-    for a weight the output does not depend on)."""
+    for a weight the output does not depend on). With indices (an upper
+    bound), x holds integers drawn below it instead, and has no gradient."""
     r = rng_for(name)
-    x = f32(r, shape, scale)
-    xt = torch.tensor(x, dtype=F64, requires_grad=True)
+    x = r.integers(0, indices, shape).astype(np.float32) if indices else f32(r, shape, scale)
+    xt = torch.tensor(x, dtype=F64, requires_grad=not indices)
     wv = {}
     for k, spec in (weights or {}).items():
         v = f32(r, spec[0], spec[1])
@@ -165,11 +168,15 @@ def case(name, layer, options, shape, fn, training=False, seed=None, stream=None
     wt = {k: torch.tensor(v, dtype=F64, requires_grad=True) for k, v in wv.items()}
     y = fn(xt, wt) if weights else fn(xt)
     w = f32(r, tuple(y.shape))
-    ins = [xt] + list(wt.values())
+    ins = ([] if indices else [xt]) + list(wt.values())
     grads = torch.autograd.grad((y * torch.tensor(w, dtype=F64)).sum(), ins, allow_unused=True)
     grads = [torch.zeros_like(t) if g is None else g for t, g in zip(ins, grads)]
+    if indices:
+        grads = [None] + grads
     c = {"name": name, "layer": layer, "options": options, "training": training,
-         "x": enc(x), "weighting": enc(w), "output": enc(y.detach().numpy()), "grad_x": enc(grads[0].numpy())}
+         "x": enc(x), "weighting": enc(w), "output": enc(y.detach().numpy())}
+    if not indices:
+        c["grad_x"] = enc(grads[0].numpy())
     if weights:
         c["weights"] = {k: enc(v) for k, v in wv.items()}
         c["grad_weights"] = {k: enc(g.numpy()) for k, g in zip(wt, grads[1:])}
@@ -470,6 +477,10 @@ def weighted_cases():
         case("depthwise_conv2d_" + nm, "DepthwiseConv2D", opts, (2,) + hw + (ch,),
              lambda x, w, k=k, st=st, pad=pad, dil=dil, act=act: conv2d(x, w, k, st, pad, dil, 1, act, depthwise=True),
              weights=ws)
+    # Embedding: float32 indices (as nn's models feed them), no input gradient.
+    for nm, shape, dim, out in (("5x3", (2, 4), 5, 3), ("rank3", (2, 3, 2), 7, 4)):
+        case("embedding_" + nm, "Embedding", {"input_dim": dim, "output_dim": out}, shape,
+             lambda x, w: F.embedding(x.long(), w["embeddings"]), weights={"embeddings": ((dim, out), 1.0)}, indices=dim)
     # Dense over the last axis of a rank-3 input.
     case("dense_rank3_tanh", "Dense", {"units": 3, "activation": "tanh"}, (2, 4, 5),
          lambda x, w: torch.tanh(x @ w["kernel"] + w["bias"]), weights={"kernel": ((5, 3), 0.5), "bias": ((3,), 0.5)})
