@@ -25,9 +25,9 @@
 // or after the arguments.
 //
 // fit trains a model on Fashion-MNIST: a showcase model (--model
-// fashion-cnn or fashion-mlp) from weights drawn from --seed, or a saved
-// model, which trains further with a new optimizer (--optimizer, by default
-// adam, and --learning-rate, by default the optimizer's Keras default:
+// fashion-cnn, fashion-mlp or fashion-vit) from weights drawn from --seed,
+// or a saved model, which trains further with a new optimizer (--optimizer,
+// by default adam, and --learning-rate, by default the optimizer's Keras default:
 // 0.001 for adam and rmsprop, 0.01 for sgd). It prints the model's summary,
 // a progress bar per epoch and the accuracy on the full test set. With
 // --validation-split F it holds out the last fraction F of the training
@@ -245,7 +245,7 @@ func usage(w io.Writer) {
   tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]
   tartan bench --onnx MODEL.onnx [--batch N] [--device ID] [--json FILE]
 
-fit trains a model on Fashion-MNIST (NAME: fashion-cnn, fashion-mlp); MODEL and
+fit trains a model on Fashion-MNIST (NAME: fashion-cnn, fashion-mlp, fashion-vit); MODEL and
 FILE are models saved by tartan fit --save. Run "tartan COMMAND --help" for the
 flags of a command.
 
