@@ -18,7 +18,7 @@ func ValueDim(n int) LayerOption {
 // drops attention probabilities in training (Keras's dropout argument); it
 // is 0 by default. Inference never drops.
 func AttentionDropout(rate float64) LayerOption {
-	return layerOption{"dropout", func(s *layerSettings) { s.ext.attnDropout = rate }}
+	return layerOption{"attention_dropout", func(s *layerSettings) { s.ext.attnDropout = rate }}
 }
 
 // UseCausalMask(true) lets each query position of MultiHeadAttention attend
@@ -73,8 +73,10 @@ type attentionConfig struct {
 // A mask element above 0.5 lets that query position attend to that key
 // position, as Keras's boolean mask does; UseCausalMask(true) also hides
 // every key after the query's position. A query whose keys are all masked
-// attends to all of them equally. Masks are float32 inputs, such as an
-// Input(T, S) of a functional model with 1 for "attend" and 0 for "masked".
+// attends to all of them equally. A mask holds 1 ("attend") and 0
+// ("masked"): computed in the model from its input, or an Input(T, S) of a
+// functional model of several inputs (which builds, saves and prints its
+// summary, but Fit, Evaluate and Predict run models of one input only).
 //
 // The weights follow Keras's names and layouts: query/kernel (query
 // features, heads, keyDim) and query/bias (heads, keyDim), key/kernel and
@@ -85,7 +87,7 @@ type attentionConfig struct {
 // KernelInitializer and BiasInitializer say otherwise; UseBias(false) drops
 // the biases. ValueDim sets the value size (keyDim by default).
 func MultiHeadAttention(numHeads, keyDim int, opts ...LayerOption) Layer {
-	s, err := newSettings("MultiHeadAttention", []string{"value_dim", "dropout", "use_bias", "output_shape",
+	s, err := newSettings("MultiHeadAttention", []string{"value_dim", "attention_dropout", "use_bias", "output_shape",
 		"use_causal_mask", "kernel_initializer", "bias_initializer"}, opts)
 	cfg := attentionConfig{layerCommon: common(s), NumHeads: numHeads, KeyDim: keyDim, ValueDim: keyDim,
 		Dropout: s.ext.attnDropout, UseBias: s.useBias, UseCausalMask: s.ext.causal,

@@ -584,7 +584,7 @@ func TestAttentionErrors(t *testing.T) {
 		{Apply(MultiHeadAttention(2, 2, AttentionDropout(1)), Input(3, 4), Input(3, 4)), `nn: MultiHeadAttention: dropout 1 must lie in [0, 1)`},
 		{Apply(MultiHeadAttention(2, 2, OutputShape(3, 4)), Input(3, 4), Input(3, 4)), `nn: MultiHeadAttention: output shape [3 4] must be one size, the output's features`},
 		{Apply(MultiHeadAttention(2, 2, OutputShape(0)), Input(3, 4), Input(3, 4)), `nn: MultiHeadAttention: output_shape 0 must be positive`},
-		{Apply(MultiHeadAttention(2, 2, Padding("same")), Input(3, 4), Input(3, 4)), `nn: MultiHeadAttention: option Padding does not apply (it accepts Name, Trainable, ValueDim, Dropout, UseBias, OutputShape, UseCausalMask, KernelInitializer, BiasInitializer)`},
+		{Apply(MultiHeadAttention(2, 2, Padding("same")), Input(3, 4), Input(3, 4)), `nn: MultiHeadAttention: option Padding does not apply (it accepts Name, Trainable, ValueDim, AttentionDropout, UseBias, OutputShape, UseCausalMask, KernelInitializer, BiasInitializer)`},
 		{Apply(MultiHeadAttention(2, 2), Input(3, 4)), `nn: MultiHeadAttention on input (None, 3, 4): takes (query, value), (query, value, key) or (query, value, key, attention_mask), got 1 inputs`},
 		{Apply(MultiHeadAttention(2, 2), Input(3, 4, 1), Input(3, 4)), `nn: MultiHeadAttention on input [(None, 3, 4, 1), (None, 3, 4)]: the query must be (batch, steps, features), got (None, 3, 4, 1)`},
 		{Apply(MultiHeadAttention(2, 2), Input(3, 4), Input(5, 4), Input(6, 4)), `nn: MultiHeadAttention on input [(None, 3, 4), (None, 5, 4), (None, 6, 4)]: the key (None, 6, 4) and the value (None, 5, 4) must have as many steps`},
