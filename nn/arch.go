@@ -389,6 +389,16 @@ func decodeLayer(al archLayer) (Layer, *Node, error) {
 		if err = dec(&c); err == nil {
 			l = newUpSampling1D(c, nil)
 		}
+	case "MultiHeadAttention":
+		var c attentionConfig
+		if err = dec(&c); err == nil {
+			l = newAttention(c, nil)
+		}
+	case "PositionEmbedding":
+		var c positionEmbeddingConfig
+		if err = dec(&c); err == nil {
+			l = newPositionEmbedding(c, nil)
+		}
 	default:
 		return decodeCustom(al) // a Lambda or a registered class
 	}

@@ -72,7 +72,8 @@ func RegisteredLambda(function string, opts ...LayerOption) Layer {
 }
 
 // OutputShape declares a Lambda layer's per-sample output shape (without the
-// batch dimension) instead of letting it be inferred.
+// batch dimension) instead of letting it be inferred. For MultiHeadAttention
+// it takes one size, the output's features (the query's by default).
 func OutputShape(dims ...int) LayerOption { return outputShapeOption(append([]int(nil), dims...)) }
 
 type outputShapeOption []int

@@ -11,6 +11,9 @@
 //     every shape, names the layers as Keras does (conv2d, conv2d_1, dense,
 //     …) and draws the initial weights (glorot-uniform kernels, zero biases,
 //     channels-last layouts) from a seed, 0 unless InitWeights says otherwise.
+//     Layers of several inputs (Add, Concatenate, MultiHeadAttention) take
+//     them through Apply; MultiHeadAttention and PositionEmbedding build
+//     transformer encoders, as FashionViT shows.
 //   - Compiling. Compile attaches an Optimizer (SGD, Adam, AdamW, RMSprop,
 //     Adagrad, Nadam, Adamax, Lion, optionally with a learning-rate Schedule
 //     and gradient clipping), a Loss and Metrics, and
@@ -105,6 +108,6 @@
 //
 // and the error unwraps to its cause.
 //
-// The showcase model of the command line, FashionCNN, lives here so that
-// tests and the tartan command share it.
+// The showcase models of the command line, FashionCNN, FashionMLP,
+// FashionLSTM and FashionViT, live here so that tests and the tartan command share them.
 package nn

@@ -9,9 +9,9 @@ import (
 
 // FuzzLayerArchitecture decodes inputs as architecture JSON seeded with
 // models of the padding, resizing, transposed and separable convolution,
-// 1-D pooling and augmentation layers. Decoding never panics, an accepted
-// architecture survives a round trip unchanged, and a small accepted model
-// builds its prediction graph without error.
+// 1-D pooling, augmentation and attention layers. Decoding never panics, an
+// accepted architecture survives a round trip unchanged, and a small
+// accepted model builds its prediction graph without error.
 func FuzzLayerArchitecture(f *testing.F) {
 	add := func(m *Model, err error) {
 		if err != nil {
@@ -32,6 +32,9 @@ func FuzzLayerArchitecture(f *testing.F) {
 	add(Sequential("f", Input(6, 2), ZeroPadding1D([]int{1, 2}), Cropping1D(nil), UpSampling1D(3)))
 	add(Sequential("d", Input(9, 2), GlobalAveragePooling1D()))
 	add(Sequential("g", Input(7, 5, 2), RandomTranslation(0.2, 0.3, FillMode("wrap"), Interpolation("nearest"))))
+	in := Input(5, 4)
+	x := Apply(Add(), in, Apply(PositionEmbedding(6), in))
+	add(Functional("t", []*Node{in}, []*Node{Apply(MultiHeadAttention(2, 3, ValueDim(2), OutputShape(3), UseCausalMask(true), AttentionDropout(0.2)), x, x)}))
 	f.Fuzz(func(t *testing.T, js []byte) {
 		fuzzcheck.Bounded(t, fuzzcheck.DefaultLimit, func() {
 			m, err := decodeArchitecture(js)

@@ -13,6 +13,10 @@ type layerExt struct {
 	depthwiseInit Initializer
 	pointwiseInit Initializer
 	valueRange    []float64
+	// The options of MultiHeadAttention (layer_attention.go).
+	valueDim    int
+	attnDropout float64
+	causal      bool
 }
 
 // OutputPadding lengthens a Conv1DTranspose's or Conv2DTranspose's output:

@@ -26,7 +26,7 @@
 // arguments.
 //
 // fit trains a model on Fashion-MNIST: a showcase model (--model
-// fashion-cnn, fashion-lstm or fashion-mlp) from weights drawn from --seed, a saved
+// fashion-cnn, fashion-lstm, fashion-mlp or fashion-vit) from weights drawn from --seed, a saved
 // model, or an ONNX model, fine-tuned from its initializers. An ONNX model
 // must have one input that takes the images, [N, 28, 28, 1] (channels
 // last), [N, 1, 28, 28] (channels first) or [N, 784] (flattened), with the
@@ -255,8 +255,8 @@ func usage(w io.Writer) {
   tartan bench --onnx MODEL.onnx [--batch N] [--device ID] [--json FILE]
 
 fit trains a model on Fashion-MNIST (NAME: fashion-cnn, fashion-lstm,
-fashion-mlp); MODEL and FILE are models saved by tartan fit --save. Run
-"tartan COMMAND --help" for the flags of a command.
+fashion-mlp, fashion-vit); MODEL and FILE are models saved by tartan fit --save.
+Run "tartan COMMAND --help" for the flags of a command.
 
 Exit status: 0 success, 1 error, 2 usage error, 3 training stopped by a NaN,
 4 setup saved nothing (the answer was no, or the input ended), 70 internal

@@ -435,7 +435,7 @@ func TestVerbUsage(t *testing.T) {
 		{"learning rate negative", []string{"fit", "--learning-rate", "-1e-3"}, "--learning-rate -0.001 must be a positive finite number"},
 		{"learning rate infinite", []string{"fit", "--learning-rate", "Inf"}, "--learning-rate +Inf must be a positive finite number"},
 		{"learning rate NaN", []string{"fit", "--learning-rate", "NaN"}, "--learning-rate NaN must be a positive finite number"},
-		{"unknown model", []string{"fit", "--model", "resnet", "--device", "cpu"}, `--model: unknown model "resnet": neither a showcase model (fashion-cnn, fashion-lstm, fashion-mlp) nor an existing file`},
+		{"unknown model", []string{"fit", "--model", "resnet", "--device", "cpu"}, `--model: unknown model "resnet": neither a showcase model (fashion-cnn, fashion-lstm, fashion-mlp, fashion-vit) nor an existing file`},
 		{"evaluate without a model", []string{"evaluate"}, "evaluate needs MODEL"},
 		{"evaluate two models", []string{"evaluate", "a", "b"}, `evaluate takes one MODEL, got ["a" "b"]`},
 		{"evaluate batch", []string{"evaluate", "m", "--batch-size", "0"}, "--batch-size 0 must be at least 1"},
