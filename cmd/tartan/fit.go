@@ -102,7 +102,7 @@ func parseFit(args []string, stdout io.Writer) (*fitOptions, error) {
 	f.Int64Var(&o.seed, "seed", 0, "the seed `S` of the initial weights, the shuffling and the dropout masks\n(a resumed run keeps its checkpoint's seed)")
 	f.Float64Var(&o.valSplit, "validation-split", 0, "hold out the last fraction `F` (0 ≤ F < 1) of the training samples and\nreport val_loss and val_accuracy on them after every epoch")
 	f.StringVar(&o.optimizer, "optimizer", "adam", "the optimizer `NAME`: adam, sgd, rmsprop, adagrad, nadam, adamax or lion")
-	f.Float64Var(&o.lr, "learning-rate", 0, "the optimizer's learning rate `LR`\n(default: Keras's for the optimizer: adam 0.001, sgd 0.01, rmsprop 0.001)")
+	f.Float64Var(&o.lr, "learning-rate", 0, "the optimizer's learning rate `LR`\n(default: Keras's for the optimizer: adam 0.001, sgd 0.01, rmsprop 0.001;\nadam 0.0005 for fashion-vit)")
 	f.StringVar(&o.save, "save", "", "save the trained model (architecture, weights and class names) to `FILE`\n(an ONNX --model: as ONNX with the fine-tuned weights, to a .onnx FILE)")
 	f.StringVar(&o.plot, "plot", "", "draw the loss and accuracy curves and the test accuracy into `FILE`.png")
 	f.jsonFlag(&o.jsonPath)
@@ -131,6 +131,9 @@ func parseFit(args []string, stdout io.Writer) (*fitOptions, error) {
 	}
 	if !o.lrSet {
 		o.lr = defaultLearningRates[o.optimizer]
+		if o.optimizer == "adam" {
+			o.lr = nn.ShowcaseAdamRate(o.model)
+		}
 	}
 	if o.plot != "" && !strings.HasSuffix(strings.ToLower(o.plot), ".png") {
 		return nil, usageError("--plot %q must name a .png file", o.plot)
