@@ -69,6 +69,9 @@ func TestFashionViTLearns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains for about 15 s")
 	}
+	if raceDetector {
+		t.Skip("trains for minutes under the race detector; the plain run of the tests covers it")
+	}
 	train, test, err := data.FashionMNIST(data.Download(false))
 	if errors.Is(err, data.ErrNotFound) {
 		t.Skipf("Fashion-MNIST is not installed: %v", err)
