@@ -599,3 +599,31 @@ func TestReturnStateErrors(t *testing.T) {
 		t.Errorf("ApplyAll(Dense): %d nodes, error %v", len(outs), outs[0].Err())
 	}
 }
+
+// TestArchitectureBeforeReturnState loads an architecture as this package
+// wrote it before layers had several outputs (references "name" and
+// "name:k", recurrent configs without return_state): it loads, and the
+// same model, built anew, writes the same bytes.
+func TestArchitectureBeforeReturnState(t *testing.T) {
+	const old = `{"format":"tartan.architecture","version":1,"class_name":"Functional","name":"old","layers":[` +
+		`{"class_name":"InputLayer","config":{"name":"input_layer","shape":[5,3]}},` +
+		`{"class_name":"Dense","config":{"name":"dense","trainable":true,"units":3,"activation":"","use_bias":true,"kernel_initializer":{"name":"glorot_uniform"},"bias_initializer":{"name":"zeros"}}},` +
+		`{"class_name":"LSTM","config":{"name":"lstm","trainable":true,"units":2,"activation":"tanh","recurrent_activation":"sigmoid","use_bias":true,"kernel_initializer":{"name":"glorot_uniform"},"recurrent_initializer":{"name":"orthogonal"},"bias_initializer":{"name":"zeros"},"unit_forget_bias":true,"dropout":0,"recurrent_dropout":0,"return_sequences":true,"go_backwards":false}},` +
+		`{"class_name":"GRU","config":{"name":"gru","trainable":true,"units":2,"activation":"tanh","recurrent_activation":"sigmoid","use_bias":true,"kernel_initializer":{"name":"glorot_uniform"},"recurrent_initializer":{"name":"orthogonal"},"bias_initializer":{"name":"zeros"},"reset_after":true,"dropout":0,"recurrent_dropout":0,"return_sequences":false,"go_backwards":false}}],` +
+		`"nodes":[{"layer":"dense","inbound":["input_layer"]},{"layer":"dense","inbound":["dense"]},{"layer":"lstm","inbound":["dense:1"]},{"layer":"gru","inbound":["lstm"]}],` +
+		`"inputs":["input_layer"],"outputs":["gru","lstm"]}`
+	m, err := LoadArchitecture([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Architecture(); string(got) != old {
+		t.Errorf("re-encoded:\n%s\nwant:\n%s", got, old)
+	}
+	in := Input(5, 3)
+	d := Dense(3)
+	l := Apply(LSTM(2, ReturnSequences(true)), Apply(d, Apply(d, in)))
+	fresh := must(t)(Functional("old", []*Node{in}, []*Node{Apply(GRU(2), l), l}))
+	if got, _ := fresh.Architecture(); string(got) != old {
+		t.Errorf("the model built anew writes:\n%s\nwant:\n%s", got, old)
+	}
+}
