@@ -12,7 +12,8 @@ import (
 // of a layer applied to other nodes. Its shape is per sample (without the
 // batch dimension). A node made from bad arguments carries the error, and
 // every node computed from it carries it too, so a chain of Apply calls
-// needs one check, which Functional does.
+// needs one check, which Functional does. A call of a layer of several
+// outputs (see ApplyAll) makes one node per output, all of one computation.
 type Node struct {
 	layer Layer
 	in    []*Node

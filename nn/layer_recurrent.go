@@ -474,16 +474,19 @@ func reverseTime(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
 // graph, with an optional step mask (batch, time). It returns the output
 // at every step, time-major (time, batch, units) in the input's order of
 // time whichever way the cell reads it, and the output of the last step
-// read (batch, units), and the states after the last step read: h (last
-// itself) and, for an LSTM, c (batch, units). The dropout masks of training
-// come from the streams stream and stream+1.
+// read (batch, units), and with return_state the states after the last step
+// read: h (last itself) and, for an LSTM, c (batch, units). The dropout
+// masks of training come from the streams stream and stream+1.
 func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq, last *tile.Tensor, states []*tile.Tensor) {
 	g := c.g
 	N, T, F := x.Dim(0), x.Dim(1), x.Dim(2)
 	U, G := rc.cfg.Units, rc.gates()*rc.cfg.Units
 	if mask != nil && !mask.Shape().Equal(tile.Shape{N, T}) {
 		bad := g.Errorf(rc.class, "the step mask %v of input %v is not (batch, time)", mask, x)
-		return bad, bad, []*tile.Tensor{bad, bad}[:len(rc.stateShapes())]
+		if rc.cfg.ReturnState {
+			states = []*tile.Tensor{bad, bad}[:len(rc.stateShapes())]
+		}
+		return bad, bad, states
 	}
 	training := c.training && c.seed != nil
 	xt := g.Transpose(x, []int{1, 0, 2}) // (time, batch, features)
@@ -579,6 +582,9 @@ func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq
 		lastStep = 0
 	}
 	last = g.Reshape(g.Slice(seq, []int{lastStep, 0, 0}, []int{lastStep + 1, N, U}, nil), tile.Shape{N, U})
+	if !rc.cfg.ReturnState {
+		return seq, last, nil
+	}
 	states = []*tile.Tensor{last}
 	if rc.class == "LSTM" {
 		// The cell state after the last step read: a masked step carried
