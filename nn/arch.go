@@ -23,7 +23,11 @@ import (
 // A functional model adds "nodes", every layer call in a topological order
 // ({"layer": "add", "inbound": ["dense", "dense_1"]}), and the "inputs" and
 // "outputs" node references. A reference is a layer's name for its first
-// call and "name:k" for its call k (from 0).
+// call and "name:k" for its call k (from 0); both mean the call's first
+// output. Output j > 0 of call k of a layer of several outputs (a recurrent
+// layer with return_state) is "name:k:j", as Keras's inbound node
+// [name, k, j]: {"layer": "dense", "inbound": ["lstm:0:1"]} takes the first
+// call's h.
 
 const archFormat = "tartan.architecture"
 
@@ -64,7 +68,8 @@ func (m *Model) Architecture() ([]byte, error) {
 	}
 	if m.class == "Functional" {
 		refs := m.nodeRefs()
-		for _, n := range m.nodes {
+		calls, _ := m.calls()
+		for _, n := range calls {
 			if len(n.in) == 0 {
 				continue
 			}
@@ -84,19 +89,26 @@ func (m *Model) Architecture() ([]byte, error) {
 	return json.Marshal(doc)
 }
 
-// nodeRefs names every node: its layer's name, with ":k" for call k > 0.
+// nodeRefs names every node: its layer's name, with ":k" for call k > 0,
+// and ":k:j" for output j > 0 of call k.
 func (m *Model) nodeRefs() map[*Node]string {
 	refs := map[*Node]string{}
-	calls := map[Layer]int{}
+	_, calls := m.calls()
 	for _, n := range m.nodes {
-		k := calls[n.layer]
-		calls[n.layer]++
-		refs[n] = n.layer.Name()
-		if k > 0 {
-			refs[n] += ":" + strconv.Itoa(k)
-		}
+		refs[n] = nodeRef(n.layer.Name(), calls[n.call()], n.index)
 	}
 	return refs
+}
+
+// nodeRef is the reference of output j of call k of the layer called name.
+func nodeRef(name string, k, j int) string {
+	switch {
+	case j > 0:
+		return name + ":" + strconv.Itoa(k) + ":" + strconv.Itoa(j)
+	case k > 0:
+		return name + ":" + strconv.Itoa(k)
+	}
+	return name
 }
 
 // LoadArchitecture builds a model from JSON written by Architecture. Its
@@ -169,16 +181,15 @@ func decodeArchitecture(js []byte) (*Model, error) {
 				}
 				in = append(in, x)
 			}
-			n := Apply(l, in...)
-			if n.err != nil {
-				return nil, bare(nestf(n.err, "architecture: node %d", i))
+			outs := ApplyAll(l, in...)
+			if err := outs[0].err; err != nil {
+				return nil, bare(nestf(err, "architecture: node %d", i))
 			}
-			ref := an.Layer
-			if k := calls[an.Layer]; k > 0 {
-				ref += ":" + strconv.Itoa(k)
-			}
+			k := calls[an.Layer]
 			calls[an.Layer]++
-			nodes[ref] = n
+			for j, n := range outs {
+				nodes[nodeRef(an.Layer, k, j)] = n
+			}
 		}
 		pick := func(refs []string, what string) ([]*Node, error) {
 			var out []*Node

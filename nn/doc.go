@@ -89,8 +89,17 @@
 // built; Dropout, Activation, ReLU, Dense and LayerNormalization pass it
 // on, other layers drop it, and a recurrent layer reading it carries its
 // state over the masked steps unchanged, its sequence output repeating the
-// output before them (zeros under Bidirectional), as Keras does. The
-// layers return one tensor, so Keras's return_state is not offered.
+// output before them (zeros under Bidirectional), as Keras does. With
+// ReturnState a call also gives the final states, Keras's return_state:
+// ApplyAll returns [output, h] (SimpleRNN, GRU), [output, h, c] (LSTM) or,
+// for Bidirectional, the output then the forward and the backward layer's
+// states, each (batch, units), taken after the last step read (the first
+// step with GoBackwards; on masked sequences each one's last unmasked
+// step). Apply returns the first output alone. The call's recurrence is
+// computed once for all its outputs. Such layers belong in functional
+// models (a Sequential model refuses them), whose architecture records
+// which output of a call each node takes ("lstm:0:2" for c, as Keras's
+// inbound node [lstm, 0, 2]).
 //
 // Building checks sizes before allocating: every shape must fit in
 // tile.MaxBytes without overflowing, and the weights (4 bytes a parameter)

@@ -12,12 +12,27 @@ import (
 // of a layer applied to other nodes. Its shape is per sample (without the
 // batch dimension). A node made from bad arguments carries the error, and
 // every node computed from it carries it too, so a chain of Apply calls
-// needs one check, which Functional does.
+// needs one check, which Functional does. A call of a layer of several
+// outputs (see ApplyAll) makes one node per output, all of one computation.
 type Node struct {
 	layer Layer
 	in    []*Node
 	shape tile.Shape
 	err   error
+	// outs lists every output node of the call that made this one, first
+	// output first, when the call gives several (see ApplyAll); index is
+	// this node's place among them. A call of one output leaves outs nil.
+	outs  []*Node
+	index int
+}
+
+// call returns the node that stands for the layer call that made n: its
+// first output.
+func (n *Node) call() *Node {
+	if n.outs != nil {
+		return n.outs[0]
+	}
+	return n
 }
 
 // Shape returns the node's per-sample shape, nil when the node has an error.
@@ -100,62 +115,105 @@ func (l *inputLayer) config() any {
 // Apply calls layer l on the input nodes and returns its output node, as
 // Keras's layer(x) does. The first call builds the layer for the inputs'
 // shapes; calling it again on nodes of the same shapes shares its weights.
+// On a layer of several outputs (a recurrent layer with ReturnState) Apply
+// returns the first, as Keras's layer(x)[0]; ApplyAll returns them all.
 func Apply(l Layer, in ...*Node) *Node {
-	if l == nil {
-		return &Node{err: errors.New("nn: Apply: nil layer")}
+	return apply("Apply", l, in)[0]
+}
+
+// ApplyAll calls layer l on the input nodes as Apply does and returns every
+// output node of that one call, in Keras's order: for a recurrent layer
+// with ReturnState, [output, h] (SimpleRNN, GRU) or [output, h, c] (LSTM),
+// and for Bidirectional the output, then the forward layer's states, then
+// the backward layer's. A layer of one output gives one node. The layer
+// computes once per call, whichever of the nodes a model uses. On an error
+// every node returned carries it (one node when l is nil).
+func ApplyAll(l Layer, in ...*Node) []*Node {
+	return apply("ApplyAll", l, in)
+}
+
+// outputCount returns how many outputs a call of l gives.
+func outputCount(l Layer) int {
+	if ml, ok := l.(multiOutputLayer); ok {
+		return 1 + len(ml.extraOutputs())
 	}
-	n := &Node{layer: l, in: in}
+	return 1
+}
+
+// apply is Apply and ApplyAll, what naming the function in errors.
+func apply(what string, l Layer, in []*Node) []*Node {
+	if l == nil {
+		return []*Node{{err: fmt.Errorf("nn: %s: nil layer", what)}}
+	}
+	k := outputCount(l)
+	fail := func(err error) []*Node {
+		outs := make([]*Node, k)
+		for i := range outs {
+			outs[i] = &Node{layer: l, in: in, err: err, index: i}
+		}
+		return outs
+	}
 	b := l.base()
-	what := layerDesc(l)
+	desc := layerDesc(l)
 	if b.err != nil {
-		n.err = argumentError(l, b.err)
-		return n
+		return fail(argumentError(l, b.err))
 	}
 	if _, ok := l.(*inputLayer); ok {
-		n.err = fmt.Errorf("nn: Apply: %s is an input layer; use its node directly", what)
-		return n
+		return fail(fmt.Errorf("nn: %s: %s is an input layer; use its node directly", what, desc))
 	}
 	if len(in) == 0 {
-		n.err = fmt.Errorf("nn: Apply: %s needs at least one input node", what)
-		return n
+		return fail(fmt.Errorf("nn: %s: %s needs at least one input node", what, desc))
 	}
 	shapes := make([]tile.Shape, len(in))
 	for i, x := range in {
 		if x == nil {
-			n.err = fmt.Errorf("nn: Apply: input %d of %s is nil", i, what)
-			return n
+			return fail(fmt.Errorf("nn: %s: input %d of %s is nil", what, i, desc))
 		}
 		if x.err != nil {
-			n.err = x.err
-			return n
+			return fail(x.err)
 		}
 		shapes[i] = x.shape
 	}
 	if b.built {
 		if !slices.EqualFunc(shapes, b.inShapes, tile.Shape.Equal) {
-			n.err = fmt.Errorf("nn: Apply: %s was built for inputs %s and cannot take %s", what, fmtShapes(b.inShapes), fmtShapes(shapes))
-			return n
+			return fail(fmt.Errorf("nn: %s: %s was built for inputs %s and cannot take %s", what, desc, fmtShapes(b.inShapes), fmtShapes(shapes)))
 		}
-		n.shape = b.outShape.Clone()
-		return n
+		return outputNodes(l, in, b.outShape.Clone())
 	}
 	out, err := l.build(shapes)
 	if err == nil {
 		err = checkLayerSizes(b, out)
 	}
 	if err != nil {
-		n.err = &layerError{layer: l, input: cloneShapes(shapes), err: err}
 		b.weights = nil
-		return n
+		return fail(&layerError{layer: l, input: cloneShapes(shapes), err: err})
 	}
 	b.built = true
-	b.inShapes = make([]tile.Shape, len(shapes))
-	for i, s := range shapes {
-		b.inShapes[i] = s.Clone()
-	}
+	b.inShapes = cloneShapes(shapes)
 	b.outShape = out.Clone()
-	n.shape = out
-	return n
+	return outputNodes(l, in, out)
+}
+
+// outputNodes makes the output nodes of one call of l, built, on the nodes
+// in: first the output of shape first, then any further outputs.
+func outputNodes(l Layer, in []*Node, first tile.Shape) []*Node {
+	n := &Node{layer: l, in: in, shape: first}
+	ml, ok := l.(multiOutputLayer)
+	if !ok {
+		return []*Node{n}
+	}
+	extra := ml.extraOutputs()
+	if len(extra) == 0 {
+		return []*Node{n}
+	}
+	outs := []*Node{n}
+	for i, s := range extra {
+		outs = append(outs, &Node{layer: l, in: in, shape: s.Clone(), index: i + 1})
+	}
+	for _, o := range outs {
+		o.outs = outs
+	}
+	return outs
 }
 
 // cloneShapes returns a deep copy of ss.

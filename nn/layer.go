@@ -41,6 +41,20 @@ type Layer interface {
 	config() any
 }
 
+// multiOutputLayer is a layer whose calls can give several outputs, such as
+// a recurrent layer with return_state. Its build returns the first output's
+// shape, and call its first output.
+type multiOutputLayer interface {
+	Layer
+	// extraOutputs returns the per-sample shapes of the outputs after the
+	// first, from the configuration alone; none when a call gives one
+	// output.
+	extraOutputs() []tile.Shape
+	// callAll adds one call's computation to c's graph and returns every
+	// output, 1 + len(extraOutputs()) of them.
+	callAll(c *callContext, in []*tile.Tensor) []*tile.Tensor
+}
+
 // layerBase holds what every layer has.
 type layerBase struct {
 	name      string

@@ -24,6 +24,7 @@ type rnnSettings struct {
 	unitForgetBias      bool
 	resetAfter          bool
 	returnSequences     bool
+	returnState         bool
 	goBackwards         bool
 	dropout             float64
 	recurrentDropout    float64
@@ -61,6 +62,21 @@ func ResetAfter(on bool) LayerOption {
 // step, (batch, time, units), instead of the last step's, (batch, units).
 func ReturnSequences(on bool) LayerOption {
 	return layerOption{"return_sequences", func(s *layerSettings) { s.rnn.returnSequences = on }}
+}
+
+// ReturnState(true) makes a recurrent layer's call give its final states
+// besides its output, as Keras's return_state does: [output, h] for
+// SimpleRNN and GRU, [output, h, c] for LSTM, each state (batch, units).
+// The states are those after the last step read: the last step for a
+// forward layer, the first with GoBackwards, and on masked sequences the
+// state of each sequence's last unmasked step (masked steps carry it over).
+// Bidirectional with it (or around a layer with it) gives [output, forward
+// states…, backward states…]. ApplyAll returns every output; Apply only the
+// first. A layer of several outputs cannot be part of a Sequential model.
+// The states are read from the same recurrence as the output, which is
+// computed once.
+func ReturnState(on bool) LayerOption {
+	return layerOption{"return_state", func(s *layerSettings) { s.rnn.returnState = on }}
 }
 
 // GoBackwards(true) makes a recurrent layer read its input sequence from the
@@ -195,6 +211,7 @@ type recurrentConfig struct {
 	Dropout              float64  `json:"dropout"`
 	RecurrentDropout     float64  `json:"recurrent_dropout"`
 	ReturnSequences      bool     `json:"return_sequences"`
+	ReturnState          bool     `json:"return_state,omitempty"`
 	GoBackwards          bool     `json:"go_backwards"`
 }
 
@@ -215,15 +232,15 @@ type rnnCell struct {
 }
 
 var recurrentOptions = []string{"activation", "use_bias", "kernel_initializer", "recurrent_initializer", "bias_initializer",
-	"dropout_rate", "recurrent_dropout", "return_sequences", "go_backwards"}
+	"dropout_rate", "recurrent_dropout", "return_sequences", "return_state", "go_backwards"}
 
 // SimpleRNN returns Keras's fully connected recurrent layer of the given
 // number of units: h_t = activation(x_t·kernel + h_{t−1}·recurrent_kernel +
 // bias), from h = 0, over inputs of shape (batch, time, features). It
 // accepts the options Activation (tanh by default), UseBias,
 // KernelInitializer (glorot-uniform), RecurrentInitializer (orthogonal),
-// BiasInitializer (zeros), DropoutRate, RecurrentDropout, ReturnSequences
-// and GoBackwards. Its weights are kernel (features, units),
+// BiasInitializer (zeros), DropoutRate, RecurrentDropout, ReturnSequences,
+// ReturnState and GoBackwards. Its weights are kernel (features, units),
 // recurrent_kernel (units, units) and bias (units).
 func SimpleRNN(units int, opts ...LayerOption) Layer {
 	return newRecurrentFrom("SimpleRNN", units, nil, opts)
@@ -269,7 +286,7 @@ func newRecurrentFrom(class string, units int, extra []string, opts []LayerOptio
 		RecurrentInitializer: initOr(s.rnn.recurrentInit, Orthogonal()),
 		BiasInitializer:      initOr(s.biasInit, Zeros()),
 		Dropout:              s.rnn.dropout, RecurrentDropout: s.rnn.recurrentDropout,
-		ReturnSequences: s.rnn.returnSequences, GoBackwards: s.rnn.goBackwards}
+		ReturnSequences: s.rnn.returnSequences, ReturnState: s.rnn.returnState, GoBackwards: s.rnn.goBackwards}
 	if !s.has("activation") {
 		cfg.Activation = "tanh"
 	}
@@ -398,19 +415,43 @@ func (l *recurrentLayer) build(in []tile.Shape) (tile.Shape, error) {
 }
 
 func (l *recurrentLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
+	return l.callAll(c, in)[0]
+}
+
+func (l *recurrentLayer) extraOutputs() []tile.Shape {
+	if !l.cfg.ReturnState {
+		return nil
+	}
+	return l.cell.stateShapes()
+}
+
+func (l *recurrentLayer) callAll(c *callContext, in []*tile.Tensor) []*tile.Tensor {
 	mask := c.masks[in[0]]
-	seq, last := l.cell.run(c, in[0], mask, l.stream<<32|1)
-	if !l.cfg.ReturnSequences {
-		return last
+	seq, last, states := l.cell.run(c, in[0], mask, l.stream<<32|1)
+	out := last
+	if l.cfg.ReturnSequences {
+		out = c.g.Transpose(seq, []int{1, 0, 2})
+		if l.cfg.GoBackwards {
+			out = reverseTime(c.g, out)
+		}
+		if mask != nil && out.Valid() {
+			c.setMask(out, mask)
+		}
 	}
-	out := c.g.Transpose(seq, []int{1, 0, 2})
-	if l.cfg.GoBackwards {
-		out = reverseTime(c.g, out)
+	if !l.cfg.ReturnState {
+		return []*tile.Tensor{out}
 	}
-	if mask != nil && out.Valid() {
-		c.setMask(out, mask)
+	return append([]*tile.Tensor{out}, states...)
+}
+
+// stateShapes returns the per-sample shapes of the cell's states: h, and c
+// for an LSTM.
+func (rc *rnnCell) stateShapes() []tile.Shape {
+	u := tile.Shape{rc.cfg.Units}
+	if rc.class == "LSTM" {
+		return []tile.Shape{u, u.Clone()}
 	}
-	return out
+	return []tile.Shape{u}
 }
 
 func (l *recurrentLayer) config() any {
@@ -433,15 +474,19 @@ func reverseTime(g *tile.Graph, x *tile.Tensor) *tile.Tensor {
 // graph, with an optional step mask (batch, time). It returns the output
 // at every step, time-major (time, batch, units) in the input's order of
 // time whichever way the cell reads it, and the output of the last step
-// read (batch, units). The dropout masks of training come from the streams
-// stream and stream+1.
-func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq, last *tile.Tensor) {
+// read (batch, units), and with return_state the states after the last step
+// read: h (last itself) and, for an LSTM, c (batch, units). The dropout
+// masks of training come from the streams stream and stream+1.
+func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq, last *tile.Tensor, states []*tile.Tensor) {
 	g := c.g
 	N, T, F := x.Dim(0), x.Dim(1), x.Dim(2)
 	U, G := rc.cfg.Units, rc.gates()*rc.cfg.Units
 	if mask != nil && !mask.Shape().Equal(tile.Shape{N, T}) {
 		bad := g.Errorf(rc.class, "the step mask %v of input %v is not (batch, time)", mask, x)
-		return bad, bad
+		if rc.cfg.ReturnState {
+			states = []*tile.Tensor{bad, bad}[:len(rc.stateShapes())]
+		}
+		return bad, bad, states
 	}
 	training := c.training && c.seed != nil
 	xt := g.Transpose(x, []int{1, 0, 2}) // (time, batch, features)
@@ -537,7 +582,17 @@ func (rc *rnnCell) run(c *callContext, x, mask *tile.Tensor, stream uint64) (seq
 		lastStep = 0
 	}
 	last = g.Reshape(g.Slice(seq, []int{lastStep, 0, 0}, []int{lastStep + 1, N, U}, nil), tile.Shape{N, U})
-	return seq, last
+	if !rc.cfg.ReturnState {
+		return seq, last, nil
+	}
+	states = []*tile.Tensor{last}
+	if rc.class == "LSTM" {
+		// The cell state after the last step read: a masked step carried
+		// it over, so it is that of the last unmasked one.
+		cLast := g.Slice(next, []int{lastStep, 0, U}, []int{lastStep + 1, N, 2 * U}, nil)
+		states = append(states, g.Reshape(cLast, tile.Shape{N, U}))
+	}
+	return seq, last, states
 }
 
 // bidirectionalLayer is Keras's Bidirectional around a SimpleRNN, LSTM or
@@ -567,9 +622,11 @@ var mergeModes = []string{"concat", "sum", "mul", "ave"}
 // give zeros rather than the previous output, as Keras does. The copies' weights
 // are named forward_NAME/… and backward_NAME/…, NAME the wrapped layer's
 // name (its class's snake-case name when it has none), such as
-// "bidirectional/forward_lstm/kernel". It accepts the option MergeMode.
+// "bidirectional/forward_lstm/kernel". It accepts the options MergeMode and
+// ReturnState, which sets the wrapped layer's return_state: with it, a call
+// gives [output, forward h (, c), backward h (, c)] (see ApplyAll).
 func Bidirectional(layer Layer, opts ...LayerOption) Layer {
-	s, err := newSettings("Bidirectional", []string{"merge_mode"}, opts)
+	s, err := newSettings("Bidirectional", []string{"merge_mode", "return_state"}, opts)
 	mode := s.rnn.mergeMode
 	if !s.has("merge_mode") {
 		mode = "concat"
@@ -586,6 +643,9 @@ func Bidirectional(layer Layer, opts ...LayerOption) Layer {
 		err = rl.err
 	default:
 		inner := rl.cfg
+		if s.has("return_state") {
+			inner.ReturnState = s.rnn.returnState
+		}
 		inner.Name = rl.name
 		if inner.Name == "" {
 			inner.Name = snakeCase(rl.class)
@@ -652,10 +712,21 @@ func (l *bidirectionalLayer) build(in []tile.Shape) (tile.Shape, error) {
 }
 
 func (l *bidirectionalLayer) call(c *callContext, in []*tile.Tensor) *tile.Tensor {
+	return l.callAll(c, in)[0]
+}
+
+func (l *bidirectionalLayer) extraOutputs() []tile.Shape {
+	if !l.inner.ReturnState {
+		return nil
+	}
+	return append(l.fwd.stateShapes(), l.bwd.stateShapes()...)
+}
+
+func (l *bidirectionalLayer) callAll(c *callContext, in []*tile.Tensor) []*tile.Tensor {
 	g := c.g
 	mask := c.masks[in[0]]
-	fs, fl := l.fwd.run(c, in[0], mask, l.stream<<32|1)
-	bs, bl := l.bwd.run(c, in[0], mask, l.stream<<32|3)
+	fs, fl, fStates := l.fwd.run(c, in[0], mask, l.stream<<32|1)
+	bs, bl, bStates := l.bwd.run(c, in[0], mask, l.stream<<32|3)
 	a, b := fl, bl
 	if l.inner.ReturnSequences {
 		if mask != nil {
@@ -683,7 +754,10 @@ func (l *bidirectionalLayer) call(c *callContext, in []*tile.Tensor) *tile.Tenso
 	if l.inner.ReturnSequences && mask != nil && out.Valid() {
 		c.setMask(out, mask)
 	}
-	return out
+	if !l.inner.ReturnState {
+		return []*tile.Tensor{out}
+	}
+	return slices.Concat([]*tile.Tensor{out}, fStates, bStates)
 }
 
 func (l *bidirectionalLayer) config() any {

@@ -117,6 +117,13 @@ func assemble(name, class string, inputs, outputs []*Node) (*Model, error) {
 	if err := m.nameLayers(); err != nil {
 		return nil, err
 	}
+	if class == "Sequential" {
+		for _, l := range m.layers {
+			if k := outputCount(l); k > 1 {
+				return nil, fmt.Errorf("nn: Sequential %q: layer %s gives %d outputs (return_state); a Sequential model takes layers of one output: use Functional and ApplyAll", name, layerDesc(l), k)
+			}
+		}
+	}
 	for i, l := range m.layers {
 		l.base().stream = uint64(i + 1)
 		m.weights = append(m.weights, l.Weights()...)
@@ -195,6 +202,25 @@ func plannedNames(layers []Layer) map[Layer]string {
 		}
 	}
 	return names
+}
+
+// calls returns the model's layer calls in the order their nodes come, each
+// as the node of its first output (see Node.call), and each call's number
+// among the calls of its layer, from 0.
+func (m *Model) calls() ([]*Node, map[*Node]int) {
+	var out []*Node
+	index := map[*Node]int{}
+	count := map[Layer]int{}
+	for _, n := range m.nodes {
+		c := n.call()
+		if _, seen := index[c]; seen {
+			continue
+		}
+		index[c] = count[c.layer]
+		count[c.layer]++
+		out = append(out, c)
+	}
+	return out, index
 }
 
 // Name returns the model's name.
@@ -355,8 +381,23 @@ func (m *Model) forward(c *callContext, xs []*tile.Tensor) ([]*tile.Tensor, erro
 		for i, x := range n.in {
 			args[i] = vals[x]
 		}
-		vals[n] = n.layer.call(c, args)
-		c.passMask(n.layer, args, vals[n])
+		// A call of several outputs is computed once, when the first of
+		// its nodes comes, and gives every node its tensor.
+		nodes := []*Node{n}
+		var outs []*tile.Tensor
+		if n.outs != nil {
+			nodes = n.outs
+			outs = n.layer.(multiOutputLayer).callAll(c, args)
+		} else {
+			outs = []*tile.Tensor{n.layer.call(c, args)}
+		}
+		if len(outs) != len(nodes) {
+			return nil, fmt.Errorf("nn: layer %s: a call gave %d outputs, want %d", layerDesc(n.layer), len(outs), len(nodes))
+		}
+		for i, o := range nodes {
+			vals[o] = outs[i]
+		}
+		c.passMask(n.layer, args, outs[0])
 		if err := c.g.Err(); err != nil {
 			return nil, nestf(err, "layer %s", layerDesc(n.layer))
 		}

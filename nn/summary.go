@@ -5,13 +5,17 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tartanml/tartan/tile"
 )
 
 // Summary returns the model's description as Keras 3 prints it: its name, a
 // table of its layers with their output shapes and parameter counts, and the
 // total, trainable and non-trainable parameter counts with their size in
 // memory (float32). A functional model whose layers are not a simple chain
-// also lists what every layer is connected to.
+// also lists what every layer is connected to. A layer call of several
+// outputs (see ApplyAll) shows them all, [(None, 8), (None, 8)], and a
+// connection to output j of call k of a layer reads name[k][j].
 func (m *Model) Summary() string {
 	connected := m.class == "Functional" && !m.isChain()
 	headers := []string{"Layer (type)", "Output Shape", "Param #"}
@@ -19,13 +23,8 @@ func (m *Model) Summary() string {
 		headers = append(headers, "Connected to")
 	}
 	var rows [][]string
-	calls := map[Layer]int{}
-	nodeIndex := map[*Node]int{}
-	for _, n := range m.nodes {
-		nodeIndex[n] = calls[n.layer]
-		calls[n.layer]++
-	}
-	for _, n := range m.nodes {
+	calls, nodeIndex := m.calls()
+	for _, n := range calls {
 		_, isInput := n.layer.(*inputLayer)
 		if isInput && m.class == "Sequential" {
 			continue
@@ -36,11 +35,19 @@ func (m *Model) Summary() string {
 				params += w.Size()
 			}
 		}
-		row := []string{n.layer.Name() + " (" + n.layer.ClassName() + ")", fmtShape(n.shape), groupDigits(params)}
+		shape := fmtShape(n.shape)
+		if n.outs != nil {
+			shapes := make([]tile.Shape, len(n.outs))
+			for i, o := range n.outs {
+				shapes[i] = o.shape
+			}
+			shape = fmtShapes(shapes)
+		}
+		row := []string{n.layer.Name() + " (" + n.layer.ClassName() + ")", shape, groupDigits(params)}
 		if connected {
 			var from []string
 			for _, x := range n.in {
-				from = append(from, fmt.Sprintf("%s[%d][0]", x.layer.Name(), nodeIndex[x]))
+				from = append(from, fmt.Sprintf("%s[%d][%d]", x.layer.Name(), nodeIndex[x.call()], x.index))
 			}
 			if len(from) == 0 {
 				from = []string{"-"}
@@ -97,13 +104,15 @@ func (m *Model) Summary() string {
 	return b.String()
 }
 
-// isChain reports whether every layer takes the previous node's output.
+// isChain reports whether every layer call takes the previous call's first
+// output.
 func (m *Model) isChain() bool {
-	for i, n := range m.nodes {
+	calls, _ := m.calls()
+	for i, n := range calls {
 		if i == 0 {
 			continue
 		}
-		if len(n.in) != 1 || n.in[0] != m.nodes[i-1] {
+		if len(n.in) != 1 || n.in[0] != calls[i-1] {
 			return false
 		}
 	}
