@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/tartanml/tartan/internal/fuzzcheck"
@@ -41,21 +40,7 @@ func FuzzReturnStateArchitecture(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, js []byte) {
 		fuzzcheck.Bounded(t, fuzzcheck.DefaultLimit, func() {
-			m, err := decodeArchitecture(js)
-			if err != nil {
-				return
-			}
-			a1, err := m.Architecture()
-			if err != nil {
-				t.Fatalf("a decoded architecture does not encode: %v", err)
-			}
-			m2, err := decodeArchitecture(a1)
-			if err != nil {
-				t.Fatalf("an encoded architecture does not decode: %v\n%s", err, a1)
-			}
-			if a2, _ := m2.Architecture(); !bytes.Equal(a1, a2) {
-				t.Fatalf("the architecture changed on a round trip:\n%s\n%s", a1, a2)
-			}
+			roundTripArchitecture(t, js)
 		})
 	})
 }
