@@ -164,17 +164,28 @@ func buildAttentionGraph(t *testing.T, c attentionCase, dt tile.DType) *attentio
 // the reference and CPU devices, and compares the output and the gradients
 // with respect to the inputs and every weight with PyTorch's.
 func TestMultiHeadAttentionMatchesPyTorch(t *testing.T) {
+	type devRun struct {
+		name string
+		dt   tile.DType
+		dev  backend.Device
+		tol  float64
+	}
+	runs := []devRun{
+		{"float64/reference", tile.Float64, testDevice(), 1e-9},
+		{"float32/reference", tile.Float32, goldenDevices(t)["reference"], 2e-5},
+		{"float32/cpu", tile.Float32, goldenDevices(t)["cpu"], 2e-5},
+	}
+	// The CPU, then every OpenCL device; the race detector's run leaves
+	// OpenCL to the plain one, which covers it.
+	devs, _ := conformanceDevices(t)
+	if raceDetector {
+		devs = devs[:1]
+	}
+	for _, d := range devs[1:] {
+		runs = append(runs, devRun{"float32/" + d.Info().ID, tile.Float32, d, 2e-5})
+	}
 	for _, c := range loadAttentionGolden(t) {
-		for _, run := range []struct {
-			name string
-			dt   tile.DType
-			dev  backend.Device
-			tol  float64
-		}{
-			{"float64/reference", tile.Float64, testDevice(), 1e-9},
-			{"float32/reference", tile.Float32, goldenDevices(t)["reference"], 2e-5},
-			{"float32/cpu", tile.Float32, goldenDevices(t)["cpu"], 2e-5},
-		} {
+		for _, run := range runs {
 			t.Run(c.Name+"/"+run.name, func(t *testing.T) {
 				ag := buildAttentionGraph(t, c, run.dt)
 				exe, err := run.dev.Compile(ag.g)

@@ -92,6 +92,15 @@ func TestRecurrentMatchPyTorch(t *testing.T) {
 		t.Errorf("%d golden cases for %d layer sets", len(g.Cases), len(goldenRecurrentLayers))
 	}
 	devices := goldenDevices(t)
+	// The CPU, then every OpenCL device; the race detector's run leaves
+	// OpenCL to the plain one, which covers it.
+	devs, _ := conformanceDevices(t)
+	if raceDetector {
+		devs = devs[:1]
+	}
+	for _, d := range devs[1:] {
+		devices[d.Info().ID] = d
+	}
 	for _, c := range g.Cases {
 		for devName, dev := range devices {
 			t.Run(c.Name+"/"+devName, func(t *testing.T) { recurrentCaseMatches(t, c, dev) })
