@@ -1,0 +1,60 @@
+// Package spirv emits SPIR-V compute shaders from kir kernels, for the
+// Vulkan backend. Nothing here needs a Vulkan driver: the output is a
+// module of 32-bit words that the runtime hands to vkCreateShaderModule.
+package spirv
+
+import "github.com/tartanml/tartan/tile"
+
+// Target is what the device offers the emitter: its limits, and the
+// optional features the runtime enabled when it created the device.
+type Target struct {
+	// MaxWorkGroupSize is the largest work-group the device runs in one
+	// dimension (the smaller of maxComputeWorkGroupSize[0] and
+	// maxComputeWorkGroupInvocations).
+	MaxWorkGroupSize int
+	// MaxGroupCount is maxComputeWorkGroupCount.
+	MaxGroupCount [3]int
+	// SubgroupSize is the device's sub-group width (0: unknown).
+	SubgroupSize int
+	// Int64 and Float64 report shaderInt64 and shaderFloat64.
+	Int64, Float64 bool
+}
+
+// Kernel is one kir kernel as a compute shader, with what the runtime needs
+// to dispatch it.
+type Kernel struct {
+	// Name is the kir kernel's name.
+	Name string
+	// Words is the SPIR-V module; its entry point is "main", GLCompute.
+	Words []uint32
+	// Bindings lists kir buffer ids: binding i of descriptor set 0 is the
+	// storage buffer of the slot holding buffer Bindings[i] (the whole
+	// slot's storage, from its start).
+	Bindings []int
+	// Writes[i] reports whether the kernel writes binding i.
+	Writes []bool
+	// The push-constant block holds one 32-bit unsigned integer per
+	// binding, in binding order: the element offset of that buffer's first
+	// element within its slot's storage, counted in elements of the
+	// buffer's storage type (kir.Buffer.Base at the current step).
+	//
+	// LocalSize is the work-group size the module declares, and Groups
+	// the work-group counts to dispatch.
+	LocalSize [3]int
+	Groups    [3]int
+}
+
+// PushConstantBytes returns the size of the kernel's push-constant block.
+func (k *Kernel) PushConstantBytes() int { return 4 * len(k.Bindings) }
+
+// StorageBytes returns the bytes one element of dtype dt takes in device
+// memory. Float16 and BFloat16 values are held as float32 values rounded
+// to their type (as the OpenCL backend holds them), and Bool as a 32-bit
+// 0 or 1, so that no 8- or 16-bit storage feature is needed.
+func StorageBytes(dt tile.DType) int {
+	switch dt {
+	case tile.Int64, tile.Float64:
+		return 8
+	}
+	return 4
+}
