@@ -144,6 +144,9 @@ func (e *emitter) kernel() (*Kernel, error) {
 	if k.Body == nil {
 		return nil, fmt.Errorf("has no body")
 	}
+	if err := e.check(); err != nil {
+		return nil, err
+	}
 	ids := k.Buffers()
 	for _, id := range ids {
 		if id < 0 || id >= len(p.Buffers) || p.Buffers[id] == nil {
@@ -505,4 +508,76 @@ func total(s tile.Shape) int {
 		n *= d
 	}
 	return n
+}
+
+// check walks the kernel's expressions before anything evaluates them, for
+// the faults that would make index algebra fail: missing buffers, wrong
+// index counts, loop variables out of scope, division by constants that are
+// not positive, missing arguments.
+func (e *emitter) check() error {
+	k := e.k
+	var ix func(x *kir.Ix, nv int) error
+	var expr func(x *kir.Expr, nv int) error
+	ix = func(x *kir.Ix, nv int) error {
+		switch {
+		case x == nil:
+			return fmt.Errorf("nil index expression")
+		case x.Op == kir.IxVar && (x.Var < 0 || x.Var >= nv):
+			return fmt.Errorf("loop variable %d is not available here", x.Var)
+		case (x.Op == kir.IxFloorDiv || x.Op == kir.IxMod) && x.C <= 0:
+			return fmt.Errorf("division or modulo by %d", x.C)
+		case x.Op == kir.IxAdd:
+			if err := ix(x.B, nv); err != nil {
+				return err
+			}
+			fallthrough
+		case x.Op == kir.IxMul || x.Op == kir.IxFloorDiv || x.Op == kir.IxMod:
+			return ix(x.A, nv)
+		case x.Op == kir.IxValue:
+			return expr(x.E, nv)
+		}
+		return nil
+	}
+	expr = func(x *kir.Expr, nv int) error {
+		if x == nil {
+			return fmt.Errorf("nil expression")
+		}
+		if x.Op == kir.Load {
+			if x.Buf < 0 || x.Buf >= len(e.p.Buffers) || e.p.Buffers[x.Buf] == nil {
+				return fmt.Errorf("reads missing buffer %d", x.Buf)
+			}
+			if b := e.p.Buffers[x.Buf]; len(x.Index) != len(b.Shape) {
+				return fmt.Errorf("load from b%d%v with %d indices", x.Buf, b.Shape, len(x.Index))
+			}
+		}
+		if x.Op == kir.Apply && (len(x.Args) != x.Fn.Arity() || len(x.Args) == 0) {
+			return fmt.Errorf("%v applied to %d arguments", x.Fn, len(x.Args))
+		}
+		for _, a := range x.Args {
+			if err := expr(a, nv); err != nil {
+				return err
+			}
+		}
+		for _, i := range x.Index {
+			if err := ix(i, nv); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	nv := k.NumVars()
+	for _, c := range k.Where {
+		if err := ix(c.X, nv); err != nil {
+			return fmt.Errorf("where condition: %w", err)
+		}
+	}
+	if err := expr(k.Body, nv); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	if k.Epilogue != nil {
+		if err := expr(k.Epilogue, len(k.Shape)); err != nil {
+			return fmt.Errorf("epilogue: %w", err)
+		}
+	}
+	return nil
 }

@@ -410,19 +410,22 @@ func (e *emitter) floatFn(f tile.Fn, k kind, a []uint32) uint32 {
 	case tile.Exp:
 		return m.ext(t, glslExp, a[0])
 	case tile.Log:
-		return m.ext(t, glslLog, a[0])
+		return e.log(k, a[0])
 	case tile.Log1p:
 		// log(u)·x/(u−1) with u = 1+x corrects the rounding of u; where u
 		// is 1 the result is x itself.
 		u := m.op(opFAdd, t, c(1), a[0])
 		d := m.op(opFSub, t, u, c(1))
-		r := m.op(opFMul, t, m.ext(t, glslLog, u), m.op(opFDiv, t, a[0], d))
+		r := m.op(opFMul, t, e.log(k, u), m.op(opFDiv, t, a[0], d))
 		r = m.op(opSelect, t, m.op(opFOrdEqual, bt, d, c(0)), a[0], r)
 		return m.op(opSelect, t, m.op(opFOrdEqual, bt, a[0], c(math.Inf(1))), a[0], r)
 	case tile.Sqrt:
-		return m.ext(t, glslSqrt, a[0])
+		r := m.ext(t, glslSqrt, a[0])
+		return m.op(opSelect, t, m.op(opFOrdGreaterEq, bt, a[0], c(0)), r, c(math.NaN()))
 	case tile.Rsqrt:
-		return m.ext(t, glslInverseSqrt, a[0])
+		r := m.ext(t, glslInverseSqrt, a[0])
+		r = m.op(opSelect, t, m.op(opFOrdEqual, bt, a[0], c(0)), m.op(opFDiv, t, c(1), a[0]), r)
+		return m.op(opSelect, t, m.op(opFOrdGreaterEq, bt, a[0], c(0)), r, c(math.NaN()))
 	case tile.Tanh:
 		// tanh(±15) is ±1 in float32; clamping keeps e^2x finite.
 		x := m.op(opSelect, t, m.op(opFOrdGreaterThan, bt, a[0], c(15)), c(15), a[0])
@@ -453,6 +456,15 @@ func (e *emitter) floatFn(f tile.Fn, k kind, a []uint32) uint32 {
 	}
 	e.fail("unsupported elementwise function %v", f)
 	return c(0)
+}
+
+// log of a float32 with IEEE's results where GLSL's is undefined: −∞ at
+// zero, NaN below it.
+func (e *emitter) log(k kind, x uint32) uint32 {
+	m, t, bt := e.m, e.typ(k), e.m.tBool()
+	r := m.ext(t, glslLog, x)
+	r = m.op(opSelect, t, m.op(opFOrdEqual, bt, x, e.num(k, 0)), e.num(k, math.Inf(-1)), r)
+	return m.op(opSelect, t, m.op(opFOrdGreaterEq, bt, x, e.num(k, 0)), r, e.num(k, math.NaN()))
 }
 
 // erf of a float32: for |x| < 0.5 its Taylor series to x¹¹, beyond it
