@@ -107,11 +107,11 @@ const (
 	decOffset        = 35
 
 	// BuiltIn values of Input variables.
-	BuiltInNumWorkgroups             = 24
-	BuiltInWorkgroupID               = 26
-	BuiltInLocalInvocationID         = 27
-	BuiltInGlobalInvocationID        = 28
-	BuiltInLocalInvocationIdx        = 29
+	builtInNumWorkgroups             = 24
+	builtInWorkgroupID               = 26
+	builtInLocalInvocationID         = 27
+	builtInGlobalInvocationID        = 28
+	builtInLocalInvocationIdx        = 29
 	executionModelGLCompute          = 5
 	executionModeLocalSize           = 17
 	addressingLogical                = 0
@@ -289,7 +289,7 @@ func (m *module) variable(class, t uint32) uint32 {
 }
 
 // builtin declares the Input variable of a built-in uvec3 (such as
-// BuiltInGlobalInvocationID), once, and lists it in the entry point's
+// builtInGlobalInvocationID), once, and lists it in the entry point's
 // iface.
 func (m *module) builtin(b uint32) uint32 {
 	k := key("builtin", b)

@@ -220,7 +220,7 @@ func (e *emitter) kernel() (*Kernel, error) {
 		ptr := m.op(opAccessChain, m.tPtr(scPushConstant, u32), pc, e.ci(i))
 		e.bind[id].base = m.op(opBitcast, i32, m.op(opLoad, u32, ptr))
 	}
-	gid := m.op(opLoad, m.tVec(u32, 3), m.builtin(BuiltInGlobalInvocationID))
+	gid := m.op(opLoad, m.tVec(u32, 3), m.builtin(builtInGlobalInvocationID))
 	lin := m.op(opCompositeExtr, u32, gid, 0)
 	if res.Groups[1] > 1 {
 		y := m.op(opCompositeExtr, u32, gid, 1)
