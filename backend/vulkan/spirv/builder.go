@@ -6,125 +6,41 @@ import (
 	"strconv"
 )
 
-// The SPIR-V opcodes, enumerants and GLSL.std.450 instructions the emitter
-// uses (SPIR-V 1.3 specification, sections 3.x).
+// The SPIR-V 1.3 opcodes and enumerants, and the GLSL.std.450
+// instructions, that the emitter uses.
 const (
-	opName            = 5
-	opExtInstImport   = 11
-	opExtInst         = 12
-	opMemoryModel     = 14
-	opEntryPoint      = 15
-	opExecutionMode   = 16
-	opCapability      = 17
-	opTypeVoid        = 19
-	opTypeBool        = 20
-	opTypeInt         = 21
-	opTypeFloat       = 22
-	opTypeVector      = 23
-	opTypeRuntimeArr  = 29
-	opTypeStruct      = 30
-	opTypePointer     = 32
-	opTypeFunction    = 33
-	opConstantTrue    = 41
-	opConstantFalse   = 42
-	opConstant        = 43
-	opFunction        = 54
-	opFunctionEnd     = 56
-	opVariable        = 59
-	opLoad            = 61
-	opStore           = 62
-	opAccessChain     = 65
-	opDecorate        = 71
-	opMemberDecorate  = 72
-	opCompositeExtr   = 81
-	opConvertFToS     = 110
-	opConvertSToF     = 111
-	opConvertUToF     = 112
-	opUConvert        = 113
-	opSConvert        = 114
-	opFConvert        = 115
-	opBitcast         = 124
-	opSNegate         = 126
-	opFNegate         = 127
-	opIAdd            = 128
-	opFAdd            = 129
-	opISub            = 130
-	opFSub            = 131
-	opIMul            = 132
-	opFMul            = 133
-	opUDiv            = 134
-	opSDiv            = 135
-	opFDiv            = 136
-	opUMod            = 137
-	opSRem            = 138
-	opUMulExtended    = 151
-	opIsNan           = 156
-	opIsInf           = 157
-	opLogicalEqual    = 164
-	opLogicalNotEqual = 165
-	opLogicalOr       = 166
-	opLogicalAnd      = 167
-	opLogicalNot      = 168
-	opSelect          = 169
-	opIEqual          = 170
-	opINotEqual       = 171
-	opSGreaterThan    = 173
-	opSGreaterEqual   = 175
-	opULessThan       = 176
-	opSLessThan       = 177
-	opSLessEqual      = 179
-	opFOrdEqual       = 180
-	opFUnordNotEqual  = 183
-	opFOrdLessThan    = 184
-	opFOrdGreaterThan = 186
-	opFOrdLessEqual   = 188
-	opFOrdGreaterEq   = 190
-	opShiftRightLogic = 194
-	opBitwiseXor      = 198
-	opLoopMerge       = 246
-	opSelectionMerge  = 247
-	opLabel           = 248
-	opBranch          = 249
-	opBranchCond      = 250
-	opReturn          = 253
+	opName, opExtInstImport, opExtInst, opMemoryModel, opEntryPoint  = 5, 11, 12, 14, 15
+	opExecutionMode, opCapability, opTypeVoid, opTypeBool, opTypeInt = 16, 17, 19, 20, 21
+	opTypeFloat, opTypeVector, opTypeRuntimeArr, opTypeStruct        = 22, 23, 29, 30
+	opTypePointer, opTypeFunction, opConstantTrue, opConstantFalse   = 32, 33, 41, 42
+	opConstant, opFunction, opFunctionEnd, opVariable, opLoad        = 43, 54, 56, 59, 61
+	opStore, opAccessChain, opDecorate, opMemberDecorate             = 62, 65, 71, 72
+	opCompositeExtr, opConvertFToS, opConvertSToF, opConvertUToF     = 81, 110, 111, 112
+	opUConvert, opSConvert, opFConvert, opBitcast                    = 113, 114, 115, 124
+	opSNegate, opFNegate, opIAdd, opFAdd, opISub, opFSub             = 126, 127, 128, 129, 130, 131
+	opIMul, opFMul, opUDiv, opSDiv, opFDiv, opUMod, opSRem           = 132, 133, 134, 135, 136, 137, 138
+	opUMulExtended, opIsNan, opIsInf                                 = 151, 156, 157
+	opLogicalEqual, opLogicalNotEqual, opLogicalOr, opLogicalAnd     = 164, 165, 166, 167
+	opLogicalNot, opSelect, opIEqual, opINotEqual                    = 168, 169, 170, 171
+	opSGreaterThan, opSGreaterEqual, opULessThan, opSLessThan        = 173, 175, 176, 177
+	opSLessEqual, opFOrdEqual, opFUnordNotEqual, opFOrdLessThan      = 179, 180, 183, 184
+	opFOrdGreaterThan, opFOrdLessEqual, opFOrdGreaterEq              = 186, 188, 190
+	opShiftRightLogic, opBitwiseXor                                  = 194, 198
+	opLoopMerge, opSelectionMerge, opLabel, opBranch, opBranchCond   = 246, 247, 248, 249, 250
+	opReturn                                                         = 253
 
-	capShader  = 1
-	capFloat64 = 10
-	capInt64   = 11
+	capShader, capFloat64, capInt64                      = 1, 10, 11
+	scInput, scFunction, scPushConstant, scStorageBuffer = 1, 7, 9, 12
+	decBlock, decArrayStride, decBuiltIn, decAliased     = 2, 6, 11, 20
+	decNonWritable, decBinding, decDescriptorSet         = 24, 33, 34
+	decOffset                                            = 35
+	// BuiltIn values of uvec3 Input variables.
+	builtInNumWorkgroups, builtInWorkgroupID            = 24, 26
+	builtInLocalInvocationID, builtInGlobalInvocationID = 27, 28
 
-	scInput         = 1
-	scFunction      = 7
-	scPushConstant  = 9
-	scStorageBuffer = 12
-
-	decBlock         = 2
-	decArrayStride   = 6
-	decBuiltIn       = 11
-	decAliased       = 20
-	decNonWritable   = 24
-	decBinding       = 33
-	decDescriptorSet = 34
-	decOffset        = 35
-
-	// BuiltIn values of Input variables.
-	builtInNumWorkgroups             = 24
-	builtInWorkgroupID               = 26
-	builtInLocalInvocationID         = 27
-	builtInGlobalInvocationID        = 28
-	builtInLocalInvocationIdx        = 29
-	executionModelGLCompute          = 5
-	executionModeLocalSize           = 17
-	addressingLogical                = 0
-	memoryModelGLSL450               = 1
-	spirvVersion13                   = 0x00010300
-	spirvMagic                       = 0x07230203
-	glslFAbs, glslFloor              = 4, 8
-	glslCeil, glslTanh               = 9, 21
-	glslPow, glslExp, glslLog        = 26, 27, 28
-	glslSqrt, glslInverseSqrt        = 31, 32
-	glslFMin, glslFMax               = 37, 40
-	selectionNone, loopNone          = 0, 0
-	functionControlNone       uint32 = 0
+	glslFAbs, glslFloor, glslCeil, glslTanh, glslPow, glslExp = 4, 8, 9, 21, 26, 27
+	glslLog, glslSqrt, glslInverseSqrt, glslFMin, glslFMax    = 28, 31, 32, 37, 40
+	glslFrexpStruct, glslLdexp                                = 52, 53
 )
 
 // module builds one SPIR-V module: ids, the logical sections in the order
@@ -290,7 +206,7 @@ func (m *module) variable(class, t uint32) uint32 {
 
 // builtin declares the Input variable of a built-in uvec3 (such as
 // builtInGlobalInvocationID), once, and lists it in the entry point's
-// iface.
+// interface.
 func (m *module) builtin(b uint32) uint32 {
 	k := key("builtin", b)
 	if id, ok := m.cache[k]; ok {
@@ -340,7 +256,7 @@ func (m *module) label(id uint32) { m.do(opLabel, id) }
 // ifThen emits structured code that runs then only when cond holds.
 func (m *module) ifThen(cond uint32, then func()) {
 	body, merge := m.id(), m.id()
-	m.do(opSelectionMerge, merge, selectionNone)
+	m.do(opSelectionMerge, merge, 0)
 	m.do(opBranchCond, cond, body, merge)
 	m.label(body)
 	then()
@@ -357,7 +273,7 @@ func (m *module) loop(lo, hi uint32, body func(v uint32)) {
 	header, check, start, cont, merge := m.id(), m.id(), m.id(), m.id(), m.id()
 	m.do(opBranch, header)
 	m.label(header)
-	m.do(opLoopMerge, merge, cont, loopNone)
+	m.do(opLoopMerge, merge, cont, 0)
 	m.do(opBranch, check)
 	m.label(check)
 	v := m.op(opLoad, i32, ctr)
@@ -371,22 +287,21 @@ func (m *module) loop(lo, hi uint32, body func(v uint32)) {
 	m.label(merge)
 }
 
-// words assembles the module whose compute entry point "main" has local
-// size ls and the body the code holds (after its first label), returning
-// the capabilities it declares too.
+// words assembles the module: its compute entry point "main", of local
+// size ls, runs the code built (which follows the function's first label).
 func (m *module) words(ls [3]int) []uint32 {
 	voidT := m.tVoid()
 	fnT := m.tFunc(voidT)
 	main, entryLabel := m.id(), m.id()
 	m.name(main, "main")
 	var fn []uint32
-	inst(&fn, opFunction, voidT, main, functionControlNone, fnT)
+	inst(&fn, opFunction, voidT, main, 0, fnT)
 	inst(&fn, opLabel, entryLabel)
 	fn = append(fn, m.fvars...)
 	fn = append(fn, m.code...)
 	inst(&fn, opFunctionEnd)
 
-	out := []uint32{spirvMagic, spirvVersion13, 0, m.bound, 0}
+	out := []uint32{0x07230203, 0x00010300, 0, m.bound, 0} // magic, version 1.3, generator, bound
 	var caps []int
 	for c := range m.caps {
 		caps = append(caps, int(c))
@@ -396,10 +311,10 @@ func (m *module) words(ls [3]int) []uint32 {
 		inst(&out, opCapability, uint32(c))
 	}
 	inst(&out, opExtInstImport, append([]uint32{m.glsl}, str("GLSL.std.450")...)...)
-	inst(&out, opMemoryModel, addressingLogical, memoryModelGLSL450)
-	ep := append([]uint32{executionModelGLCompute, main}, str("main")...)
+	inst(&out, opMemoryModel, 0, 1)                 // Logical, GLSL450
+	ep := append([]uint32{5, main}, str("main")...) // GLCompute
 	inst(&out, opEntryPoint, append(ep, m.iface...)...)
-	inst(&out, opExecutionMode, main, executionModeLocalSize, uint32(ls[0]), uint32(ls[1]), uint32(ls[2]))
+	inst(&out, opExecutionMode, main, 17, uint32(ls[0]), uint32(ls[1]), uint32(ls[2])) // LocalSize
 	out = append(out, m.names...)
 	out = append(out, m.annots...)
 	out = append(out, m.globals...)

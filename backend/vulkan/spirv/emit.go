@@ -138,32 +138,10 @@ const maxElems = math.MaxInt32 // the exclusive bound of 32-bit element offsets
 // kernel emits the whole module.
 func (e *emitter) kernel() (*Kernel, error) {
 	p, k, m := e.p, e.k, e.m
-	if k.Out < 0 || k.Out >= len(p.Buffers) || p.Buffers[k.Out] == nil {
-		return nil, fmt.Errorf("writes missing buffer %d", k.Out)
-	}
-	if k.Body == nil {
-		return nil, fmt.Errorf("has no body")
-	}
 	if err := e.check(); err != nil {
 		return nil, err
 	}
 	ids := k.Buffers()
-	for _, id := range ids {
-		if id < 0 || id >= len(p.Buffers) || p.Buffers[id] == nil {
-			return nil, fmt.Errorf("reads missing buffer %d", id)
-		}
-		b := p.Buffers[id]
-		store := b.Size()
-		if b.View != nil {
-			if b.View.Of < 0 || b.View.Of >= len(p.Buffers) || p.Buffers[b.View.Of] == nil {
-				return nil, fmt.Errorf("buffer b%d is a view of missing buffer %d", id, b.View.Of)
-			}
-			store = p.Buffers[b.View.Of].Size()
-		}
-		if store >= maxElems {
-			return nil, fmt.Errorf("buffer b%d's storage has %d elements, beyond 32-bit offsets", id, store)
-		}
-	}
 	total := k.Shape.Size()
 	if total >= maxElems || total != p.Buffers[k.Out].Size() {
 		return nil, fmt.Errorf("loop space %v does not fit output b%d%v in 32-bit offsets", k.Shape, k.Out, p.Buffers[k.Out].Shape)
@@ -347,7 +325,7 @@ func (e *emitter) loops(lin uint32) {
 	res, rdt := acc, k.Body.DType
 	if k.Epilogue != nil {
 		s := e.scope(vars[:nout], ranges[:nout])
-		s.acc, s.accDT, s.hasAcc = acc, k.Body.DType, true
+		s.acc, s.accDT = acc, k.Body.DType
 		res, rdt = s.expr(k.Epilogue), k.Epilogue.DType
 	}
 	out := e.p.Buffers[k.Out]
@@ -510,14 +488,24 @@ func total(s tile.Shape) int {
 	return n
 }
 
-// check walks the kernel's expressions before anything evaluates them, for
-// the faults that would make index algebra fail: missing buffers, wrong
-// index counts, loop variables out of scope, division by constants that are
-// not positive, missing arguments.
+// check looks at the kernel before anything evaluates it, for what would
+// make the emitter or the index algebra fail: missing buffers or bodies,
+// wrong index or argument counts, loop variables out of scope, division by
+// constants that are not positive, an Acc outside the Epilogue, storage
+// beyond 32-bit offsets.
 func (e *emitter) check() error {
-	k := e.k
+	p, k := e.p, e.k
+	buf := func(id int) *kir.Buffer {
+		if id < 0 || id >= len(p.Buffers) {
+			return nil
+		}
+		return p.Buffers[id]
+	}
+	if buf(k.Out) == nil || k.Body == nil {
+		return fmt.Errorf("has no output buffer b%d or no body", k.Out)
+	}
 	var ix func(x *kir.Ix, nv int) error
-	var expr func(x *kir.Expr, nv int) error
+	var expr func(x *kir.Expr, nv int, epi bool) error
 	ix = func(x *kir.Ix, nv int) error {
 		switch {
 		case x == nil:
@@ -534,27 +522,50 @@ func (e *emitter) check() error {
 		case x.Op == kir.IxMul || x.Op == kir.IxFloorDiv || x.Op == kir.IxMod:
 			return ix(x.A, nv)
 		case x.Op == kir.IxValue:
-			return expr(x.E, nv)
+			return expr(x.E, nv, false)
+		case x.Op > kir.IxValue:
+			return fmt.Errorf("unknown index op %d", x.Op)
 		}
 		return nil
 	}
-	expr = func(x *kir.Expr, nv int) error {
+	expr = func(x *kir.Expr, nv int, epi bool) error {
 		if x == nil {
 			return fmt.Errorf("nil expression")
 		}
-		if x.Op == kir.Load {
-			if x.Buf < 0 || x.Buf >= len(e.p.Buffers) || e.p.Buffers[x.Buf] == nil {
+		args, index := -1, -1 // the counts the node needs (-1: any)
+		switch x.Op {
+		case kir.Load:
+			b := buf(x.Buf)
+			if b == nil {
 				return fmt.Errorf("reads missing buffer %d", x.Buf)
 			}
-			if b := e.p.Buffers[x.Buf]; len(x.Index) != len(b.Shape) {
-				return fmt.Errorf("load from b%d%v with %d indices", x.Buf, b.Shape, len(x.Index))
+			index = len(b.Shape)
+		case kir.Const, kir.Acc:
+			args, index = 0, 0
+			if x.Op == kir.Acc && !epi {
+				return fmt.Errorf("acc outside an epilogue")
 			}
+		case kir.Apply:
+			if args = x.Fn.Arity(); args == 0 {
+				return fmt.Errorf("invalid function %d", x.Fn)
+			}
+		case kir.Cast:
+			args = 1
+		case kir.IndexValue:
+			args, index = 0, 1
+		case kir.Random:
+			if args, index = 1, 1; !x.DType.IsFloat() {
+				return fmt.Errorf("random of dtype %v", x.DType)
+			}
+		default:
+			return fmt.Errorf("unknown expression op %d", x.Op)
 		}
-		if x.Op == kir.Apply && (len(x.Args) != x.Fn.Arity() || len(x.Args) == 0) {
-			return fmt.Errorf("%v applied to %d arguments", x.Fn, len(x.Args))
+		if args >= 0 && len(x.Args) != args || index >= 0 && len(x.Index) != index {
+			name := [...]string{"load", "constant", "apply", "cast", "index value", "random", "acc"}[x.Op]
+			return fmt.Errorf("%s with %d arguments and %d indices", name, len(x.Args), len(x.Index))
 		}
 		for _, a := range x.Args {
-			if err := expr(a, nv); err != nil {
+			if err := expr(a, nv, epi); err != nil {
 				return err
 			}
 		}
@@ -571,12 +582,26 @@ func (e *emitter) check() error {
 			return fmt.Errorf("where condition: %w", err)
 		}
 	}
-	if err := expr(k.Body, nv); err != nil {
+	if err := expr(k.Body, nv, false); err != nil {
 		return fmt.Errorf("body: %w", err)
 	}
 	if k.Epilogue != nil {
-		if err := expr(k.Epilogue, len(k.Shape)); err != nil {
+		if err := expr(k.Epilogue, len(k.Shape), true); err != nil {
 			return fmt.Errorf("epilogue: %w", err)
+		}
+	}
+	for _, id := range k.Buffers() {
+		b := buf(id)
+		if b == nil {
+			return fmt.Errorf("reads missing buffer %d", id)
+		}
+		if b.View != nil {
+			if b = buf(b.View.Of); b == nil {
+				return fmt.Errorf("b%d is a view of a missing buffer", id)
+			}
+		}
+		if b.Size() >= maxElems {
+			return fmt.Errorf("the storage of b%d has %d elements, beyond 32-bit offsets", id, b.Size())
 		}
 	}
 	return nil

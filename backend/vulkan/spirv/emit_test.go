@@ -176,7 +176,7 @@ func TestErrors(t *testing.T) {
 		{p, kernel("pow"), tiny, "144 invocations need more than 2×2 work-groups"},
 		{bad.p, 0, full, "(divzero): body: division or modulo by 0"},
 		{bad.p, 1, full, "(missing): body: reads missing buffer 9"},
-		{bad.p, 2, full, "add applied to 1 arguments"},
+		{bad.p, 2, full, "(arity): body: apply with 1 arguments"},
 		{bad.p, 3, full, "loop variable 3 is not available"},
 		{bad.p, 4, full, "acc outside an epilogue"},
 	} {
