@@ -29,7 +29,9 @@ type Kernel struct {
 	Words []uint32
 	// Bindings lists kir buffer ids: binding i of descriptor set 0 is the
 	// storage buffer of the slot holding buffer Bindings[i] (the whole
-	// slot's storage, from its start).
+	// slot's storage, from its start). The output buffer is binding 0;
+	// each buffer appears once, and two buffers of one slot have a binding
+	// each (the module decorates them Aliased).
 	Bindings []int
 	// Writes[i] reports whether the kernel writes binding i.
 	Writes []bool
@@ -39,7 +41,8 @@ type Kernel struct {
 	// buffer's storage type (kir.Buffer.Base at the current step).
 	//
 	// LocalSize is the work-group size the module declares, and Groups
-	// the work-group counts to dispatch.
+	// the work-group counts to dispatch: all 0 when the kernel has no
+	// points, so that nothing is to be dispatched.
 	LocalSize [3]int
 	Groups    [3]int
 }

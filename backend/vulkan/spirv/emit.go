@@ -1,0 +1,608 @@
+package spirv
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tartanml/tartan/kir"
+	"github.com/tartanml/tartan/tile"
+)
+
+// kind is the SPIR-V type a value is computed in: f16 and bf16 values are
+// computed (and held) as float32, like the reference executor computes
+// them, and booleans as OpTypeBool.
+type kind uint8
+
+const (
+	kBool kind = iota
+	kI32
+	kI64
+	kF32
+	kF64
+)
+
+func kindOf(dt tile.DType) kind {
+	switch dt {
+	case tile.Bool:
+		return kBool
+	case tile.Int32:
+		return kI32
+	case tile.Int64:
+		return kI64
+	case tile.Float64:
+		return kF64
+	}
+	return kF32
+}
+
+func (k kind) isFloat() bool { return k >= kF32 }
+
+// binding is one storage buffer of the kernel: its variable, the element
+// type of its storage and the SSA id of its base element offset.
+type binding struct {
+	v, elem, base uint32
+}
+
+type emitter struct {
+	p    *kir.Program
+	k    *kir.Kernel
+	t    Target
+	m    *module
+	bind map[int]*binding
+	err  error
+}
+
+// Emit returns kernel k of p as a compute shader for a device with target
+// t. Every invocation computes one output point (or, for a "scatter"
+// schedule, one column of the output, see kir.ScatterView) with the
+// semantics of kir.Interpret, except that sums, products and the other
+// aggregations run in the kernel's own dtype rather than in float64, and
+// that the float64 forms of exp, log, log1p, tanh, sigmoid, erf and pow are
+// computed in float32 (GLSL.std.450 has no double-precision forms of
+// them). The "gemm" and "reduce" strategies are rendered as the loop nest.
+//
+// Each kir buffer the kernel names has a binding of its own, even when two
+// of them share a storage slot (the runtime then binds that slot's storage
+// to both; such bindings are decorated Aliased). Index arithmetic is in
+// 32-bit integers: a kernel whose buffers, storage or loop space have 2³¹
+// elements or more is refused, as is one that needs 64-bit integers or
+// floats the target lacks.
+func Emit(p *kir.Program, k int, t Target) (*Kernel, error) {
+	if p == nil || k < 0 || k >= len(p.Kernels) || p.Kernels[k] == nil {
+		return nil, fmt.Errorf("spirv: no kernel %d in the program", k)
+	}
+	e := &emitter{p: p, k: p.Kernels[k], t: t, m: newModule(), bind: map[int]*binding{}}
+	out, err := e.kernel()
+	if err != nil {
+		return nil, fmt.Errorf("spirv: program %q: kernel %d (%s): %w", p.Name, k, e.k.Name, err)
+	}
+	return out, nil
+}
+
+func (e *emitter) fail(format string, args ...any) {
+	if e.err == nil {
+		e.err = fmt.Errorf(format, args...)
+	}
+}
+
+// ci returns the int32 constant v, failing when v does not fit.
+func (e *emitter) ci(v int) uint32 {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		e.fail("the constant %d needs 64-bit index arithmetic", v)
+		return e.m.cInt(0)
+	}
+	return e.m.cInt(int32(v))
+}
+
+func (e *emitter) typ(k kind) uint32 {
+	switch k {
+	case kBool:
+		return e.m.tBool()
+	case kI32:
+		return e.m.tInt(32, true)
+	case kI64:
+		return e.m.tInt(64, true)
+	case kF64:
+		return e.m.tFloat(64)
+	}
+	return e.m.tFloat(32)
+}
+
+// num returns the constant v of kind k (integers truncated toward zero).
+func (e *emitter) num(k kind, v float64) uint32 {
+	switch k {
+	case kBool:
+		return e.m.cBool(v != 0)
+	case kI32:
+		return e.m.cInt(int32(int64(v)))
+	case kI64:
+		return e.m.cLong(int64(v))
+	case kF64:
+		return e.m.cDouble(v)
+	}
+	return e.m.cFloat(float32(v))
+}
+
+// storage returns the element type and stride of a buffer of dtype dt (see
+// StorageBytes): booleans are int32 0 or 1.
+func (e *emitter) storage(dt tile.DType) (uint32, uint32) {
+	k := kindOf(dt)
+	if k == kBool {
+		k = kI32
+	}
+	return e.typ(k), uint32(StorageBytes(dt))
+}
+
+const maxElems = math.MaxInt32 // the exclusive bound of 32-bit element offsets
+
+// kernel emits the whole module.
+func (e *emitter) kernel() (*Kernel, error) {
+	p, k, m := e.p, e.k, e.m
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	ids := k.Buffers()
+	total := k.Shape.Size()
+	if total >= maxElems || total != p.Buffers[k.Out].Size() {
+		return nil, fmt.Errorf("loop space %v does not fit output b%d%v in 32-bit offsets", k.Shape, k.Out, p.Buffers[k.Out].Shape)
+	}
+	sv := k.Schedule.Scatter
+	scatter := k.Schedule.Strategy == "scatter" && sv != nil && scatterable(p, k, sv)
+	points := total
+	if scatter {
+		points = total / k.Shape[sv.Axis]
+	}
+	res := &Kernel{Name: k.Name, Bindings: ids, Writes: make([]bool, len(ids))}
+	res.Writes[0] = true
+	if err := e.grid(res, points); err != nil {
+		return nil, err
+	}
+
+	// Bindings: storage buffers, with one push-constant word each.
+	slots := map[int]int{}
+	for _, id := range ids {
+		slots[p.Buffers[id].Slot]++
+	}
+	u32 := m.tInt(32, false)
+	members := make([]uint32, len(ids))
+	for i := range members {
+		members[i] = u32
+	}
+	pcT := m.tStruct("push", members...)
+	m.decorate(pcT, decBlock)
+	for i := range ids {
+		inst(&m.annots, opMemberDecorate, pcT, uint32(i), decOffset, uint32(4*i))
+	}
+	pc := m.variable(scPushConstant, pcT)
+	m.name(pc, "offsets")
+	for i, id := range ids {
+		b := p.Buffers[id]
+		elem, stride := e.storage(b.DType)
+		v := m.variable(scStorageBuffer, m.tBlock(elem, stride))
+		m.name(v, fmt.Sprintf("b%d", id))
+		m.decorate(v, decDescriptorSet, 0)
+		m.decorate(v, decBinding, uint32(i))
+		if i > 0 {
+			m.decorate(v, decNonWritable)
+		}
+		if slots[b.Slot] > 1 {
+			m.decorate(v, decAliased)
+		}
+		e.bind[id] = &binding{v: v, elem: elem}
+	}
+
+	// The entry block loads every base offset, so that they dominate all
+	// uses, and finds the invocation's linear index.
+	i32 := m.tInt(32, true)
+	for i, id := range ids {
+		ptr := m.op(opAccessChain, m.tPtr(scPushConstant, u32), pc, e.ci(i))
+		e.bind[id].base = m.op(opBitcast, i32, m.op(opLoad, u32, ptr))
+	}
+	gid := m.op(opLoad, m.tVec(u32, 3), m.builtin(builtInGlobalInvocationID))
+	lin := m.op(opCompositeExtr, u32, gid, 0)
+	if res.Groups[1] > 1 {
+		y := m.op(opCompositeExtr, u32, gid, 1)
+		lin = m.op(opIAdd, u32, lin, m.op(opIMul, u32, y, m.cUint(uint32(res.Groups[0]*res.LocalSize[0]))))
+	}
+	m.ifThen(m.op(opULessThan, m.tBool(), lin, m.cUint(uint32(points))), func() {
+		if scatter {
+			e.scatter(m.op(opBitcast, i32, lin), sv)
+		} else {
+			e.loops(m.op(opBitcast, i32, lin))
+		}
+	})
+	m.do(opReturn)
+	if e.err != nil {
+		return nil, e.err
+	}
+	if m.caps[capInt64] && !e.t.Int64 {
+		return nil, fmt.Errorf("needs 64-bit integers (shaderInt64), which the device lacks")
+	}
+	if m.caps[capFloat64] && !e.t.Float64 {
+		return nil, fmt.Errorf("needs 64-bit floats (shaderFloat64), which the device lacks")
+	}
+	res.Words = m.words(res.LocalSize)
+	return res, nil
+}
+
+// grid sets the work-group size and counts for the given number of
+// invocations: a 1-D grid, or 2-D rows of MaxGroupCount[0] groups when
+// the points need more groups than that.
+func (e *emitter) grid(res *Kernel, points int) error {
+	ls := 64
+	if e.t.SubgroupSize > ls {
+		ls = e.t.SubgroupSize
+	}
+	if e.t.MaxWorkGroupSize > 0 && ls > e.t.MaxWorkGroupSize {
+		ls = e.t.MaxWorkGroupSize
+	}
+	maxX, maxY := e.t.MaxGroupCount[0], e.t.MaxGroupCount[1]
+	if maxX <= 0 {
+		maxX = 65535 // the least every Vulkan device offers
+	}
+	if maxY <= 0 {
+		maxY = 65535
+	}
+	res.LocalSize = [3]int{ls, 1, 1}
+	n := (points + ls - 1) / ls
+	res.Groups = [3]int{n, 1, 1}
+	if points == 0 {
+		res.Groups = [3]int{0, 0, 0}
+	}
+	if n > maxX {
+		res.Groups[0], res.Groups[1] = maxX, (n+maxX-1)/maxX
+		if res.Groups[1] > maxY {
+			return fmt.Errorf("%d invocations need more than %d×%d work-groups", points, maxX, maxY)
+		}
+	}
+	return nil
+}
+
+// loops emits the generic loop nest for the output point whose row-major
+// position is lin (an int32 id).
+func (e *emitter) loops(lin uint32) {
+	m, k := e.m, e.k
+	nout := len(k.Shape)
+	vars := make([]uint32, k.NumVars())
+	cur := lin
+	for d := nout - 1; d >= 0; d-- {
+		switch ext := k.Shape[d]; {
+		case ext <= 1:
+			vars[d] = e.ci(0)
+		case d == 0:
+			vars[d] = cur
+		default:
+			vars[d] = m.op(opSRem, m.tInt(32, true), cur, e.ci(ext))
+			cur = m.op(opSDiv, m.tInt(32, true), cur, e.ci(ext))
+		}
+	}
+	ranges := k.VarRanges()
+	bk := kindOf(k.Body.DType)
+	bt := e.typ(bk)
+	var acc uint32
+	if len(k.Reduce) == 0 {
+		s := e.scope(vars, ranges)
+		contrib, v := s.point()
+		acc = v
+		if contrib != 0 {
+			acc = m.op(opSelect, bt, contrib, v, e.num(bk, 0))
+		}
+	} else {
+		accVar, firstVar := m.local(bt), m.local(m.tBool())
+		m.do(opStore, accVar, e.num(bk, 0))
+		m.do(opStore, firstVar, m.cBool(true))
+		var nest func(j int)
+		nest = func(j int) {
+			if j == len(k.Reduce) {
+				s := e.scope(vars, ranges)
+				contrib, v := s.point()
+				a := m.op(opLoad, bt, accVar)
+				first := m.op(opLoad, m.tBool(), firstVar)
+				nv := m.op(opSelect, bt, first, v, e.agg(k.Agg, bk, a, v))
+				if contrib != 0 {
+					nv = m.op(opSelect, bt, contrib, nv, a)
+					first = m.op(opLogicalAnd, m.tBool(), first, m.op(opLogicalNot, m.tBool(), contrib))
+				} else {
+					first = m.cBool(false)
+				}
+				m.do(opStore, accVar, nv)
+				m.do(opStore, firstVar, first)
+				return
+			}
+			l := k.Reduce[j]
+			if l.Hi >= math.MaxInt32 {
+				e.fail("reduction loop %s's range [%d, %d] needs 64-bit indices", l.Name, l.Lo, l.Hi)
+				return
+			}
+			m.loop(e.ci(l.Lo), e.ci(l.Hi+1), func(v uint32) {
+				vars[nout+j] = v
+				nest(j + 1)
+			})
+		}
+		nest(0)
+		acc = m.op(opLoad, bt, accVar)
+	}
+	res, rdt := acc, k.Body.DType
+	if k.Epilogue != nil {
+		s := e.scope(vars[:nout], ranges[:nout])
+		s.acc, s.accDT = acc, k.Body.DType
+		res, rdt = s.expr(k.Epilogue), k.Epilogue.DType
+	}
+	out := e.p.Buffers[k.Out]
+	e.store(k.Out, lin, e.convert(rdt, out.DType, res))
+}
+
+// point evaluates the Where conditions and the Body at the scope's point:
+// contrib is the bool id of "the point contributes" (0: always).
+func (s *scope) point() (contrib, v uint32) {
+	e, m := s.e, s.e.m
+	var conds []uint32
+	for _, c := range e.k.Where {
+		lo, hi, ok := kir.Bounds(c.X, s.ranges)
+		x := s.ix(c.X)
+		if !ok || lo < 0 {
+			conds = append(conds, m.op(opSGreaterEqual, m.tBool(), x, e.ci(0)))
+		}
+		if !ok || hi >= c.Bound {
+			conds = append(conds, m.op(opSLessThan, m.tBool(), x, e.ci(c.Bound)))
+		}
+		if ok && (hi < 0 || lo >= c.Bound) {
+			conds = append(conds, m.cBool(false))
+		}
+	}
+	v = s.expr(e.k.Body)
+	return e.and(append(conds, s.skips...)), v
+}
+
+// and returns the conjunction of bool ids (0 for none).
+func (e *emitter) and(conds []uint32) uint32 {
+	var r uint32
+	for _, c := range conds {
+		if r == 0 {
+			r = c
+		} else {
+			r = e.m.op(opLogicalAnd, e.m.tBool(), r, c)
+		}
+	}
+	return r
+}
+
+// agg combines the accumulator a with v by aggregation g in kind k.
+func (e *emitter) agg(g tile.Agg, k kind, a, v uint32) uint32 {
+	m, t := e.m, e.typ(k)
+	switch g {
+	case tile.Sum:
+		switch {
+		case k == kBool:
+			return m.op(opLogicalOr, t, a, v)
+		case k.isFloat():
+			return m.op(opFAdd, t, a, v)
+		}
+		return m.op(opIAdd, t, a, v)
+	case tile.Prod:
+		switch {
+		case k == kBool:
+			return m.op(opLogicalAnd, t, a, v)
+		case k.isFloat():
+			return m.op(opFMul, t, a, v)
+		}
+		return m.op(opIMul, t, a, v)
+	case tile.Max, tile.Min:
+		if k == kBool {
+			if g == tile.Max {
+				return m.op(opLogicalOr, t, a, v)
+			}
+			return m.op(opLogicalAnd, t, a, v)
+		}
+		return e.minMax(g == tile.Max, k, a, v)
+	case tile.Assign:
+		return v
+	}
+	e.fail("invalid aggregation %d", g)
+	return v
+}
+
+// element returns a pointer to element off (an int32 id, relative to the
+// buffer's base) of buffer id.
+func (e *emitter) element(id int, off uint32) uint32 {
+	m, b := e.m, e.bind[id]
+	idx := m.op(opIAdd, m.tInt(32, true), b.base, off)
+	return m.op(opAccessChain, m.tPtr(scStorageBuffer, b.elem), b.v, e.ci(0), idx)
+}
+
+// store writes v, a value of buffer id's dtype, to element off.
+func (e *emitter) store(id int, off, v uint32) {
+	if e.p.Buffers[id].DType == tile.Bool {
+		v = e.m.op(opSelect, e.m.tInt(32, true), v, e.ci(1), e.ci(0))
+	}
+	e.m.do(opStore, e.element(id, off), v)
+}
+
+// read loads element off of buffer id as a value of its dtype.
+func (e *emitter) read(id int, off uint32) uint32 {
+	b := e.bind[id]
+	v := e.m.op(opLoad, b.elem, e.element(id, off))
+	if e.p.Buffers[id].DType == tile.Bool {
+		v = e.m.op(opINotEqual, e.m.tBool(), v, e.ci(0))
+	}
+	return v
+}
+
+// scatterable reports whether a scatter view is run as a loop over the
+// indices: for the dtypes whose sums the loop nest does not round.
+func scatterable(p *kir.Program, k *kir.Kernel, v *kir.ScatterView) bool {
+	if v.Axis < 0 || v.Axis >= len(k.Shape) || k.Shape[v.Axis] == 0 || v.Indices < 0 || v.Indices >= len(p.Buffers) {
+		return false
+	}
+	switch p.Buffers[k.Out].DType {
+	case tile.Float32, tile.Float64, tile.Int32, tile.Int64:
+		return true
+	}
+	return false
+}
+
+// scatter emits the indexed accumulation of kir.ScatterView for column lin
+// of the output viewed as [outer][rows][inner]: the column is zeroed, then
+// the indices are walked in order, each update added into the row its index
+// names (indices outside the rows are skipped).
+func (e *emitter) scatter(lin uint32, v *kir.ScatterView) {
+	m, k := e.m, e.k
+	i32 := m.tInt(32, true)
+	inner := 1
+	for _, n := range k.Shape[v.Axis+1:] {
+		inner *= n
+	}
+	rows, nidx := k.Shape[v.Axis], e.p.Buffers[v.Indices].Size()
+	if int64(total(k.Shape[:v.Axis]))*int64(nidx)*int64(inner) >= maxElems {
+		e.fail("the updates of the scatter need 64-bit offsets")
+		return
+	}
+	o := m.op(opSDiv, i32, lin, e.ci(inner))
+	c := m.op(opSRem, i32, lin, e.ci(inner))
+	dst := m.op(opIAdd, i32, m.op(opIMul, i32, o, e.ci(rows*inner)), c)
+	src := m.op(opIAdd, i32, m.op(opIMul, i32, o, e.ci(nidx*inner)), c)
+	dk := kindOf(e.p.Buffers[k.Out].DType)
+	m.loop(e.ci(0), e.ci(rows), func(r uint32) {
+		e.store(k.Out, m.op(opIAdd, i32, dst, m.op(opIMul, i32, r, e.ci(inner))), e.num(dk, 0))
+	})
+	m.loop(e.ci(0), e.ci(nidx), func(j uint32) {
+		x := e.index(e.p.Buffers[v.Indices].DType, e.read(v.Indices, j))
+		in := m.op(opLogicalAnd, m.tBool(), m.op(opSGreaterEqual, m.tBool(), x, e.ci(0)), m.op(opSLessThan, m.tBool(), x, e.ci(rows)))
+		m.ifThen(in, func() {
+			at := m.op(opIAdd, i32, dst, m.op(opIMul, i32, x, e.ci(inner)))
+			u := e.read(v.Updates, m.op(opIAdd, i32, src, m.op(opIMul, i32, j, e.ci(inner))))
+			op := uint32(opIAdd)
+			if dk.isFloat() {
+				op = opFAdd
+			}
+			e.store(k.Out, at, m.op(op, e.typ(dk), e.read(k.Out, at), u))
+		})
+	})
+}
+
+func total(s tile.Shape) int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+// check looks at the kernel before anything evaluates it, for what would
+// make the emitter or the index algebra fail: missing buffers or bodies,
+// wrong index or argument counts, loop variables out of scope, division by
+// constants that are not positive, an Acc outside the Epilogue, storage
+// beyond 32-bit offsets.
+func (e *emitter) check() error {
+	p, k := e.p, e.k
+	buf := func(id int) *kir.Buffer {
+		if id < 0 || id >= len(p.Buffers) {
+			return nil
+		}
+		return p.Buffers[id]
+	}
+	if buf(k.Out) == nil || k.Body == nil {
+		return fmt.Errorf("has no output buffer b%d or no body", k.Out)
+	}
+	var ix func(x *kir.Ix, nv int) error
+	var expr func(x *kir.Expr, nv int, epi bool) error
+	ix = func(x *kir.Ix, nv int) error {
+		switch {
+		case x == nil:
+			return fmt.Errorf("nil index expression")
+		case x.Op == kir.IxVar && (x.Var < 0 || x.Var >= nv):
+			return fmt.Errorf("loop variable %d is not available here", x.Var)
+		case (x.Op == kir.IxFloorDiv || x.Op == kir.IxMod) && x.C <= 0:
+			return fmt.Errorf("division or modulo by %d", x.C)
+		case x.Op == kir.IxAdd:
+			if err := ix(x.B, nv); err != nil {
+				return err
+			}
+			fallthrough
+		case x.Op == kir.IxMul || x.Op == kir.IxFloorDiv || x.Op == kir.IxMod:
+			return ix(x.A, nv)
+		case x.Op == kir.IxValue:
+			return expr(x.E, nv, false)
+		case x.Op > kir.IxValue:
+			return fmt.Errorf("unknown index op %d", x.Op)
+		}
+		return nil
+	}
+	expr = func(x *kir.Expr, nv int, epi bool) error {
+		if x == nil {
+			return fmt.Errorf("nil expression")
+		}
+		args, index := -1, -1 // the counts the node needs (-1: any)
+		switch x.Op {
+		case kir.Load:
+			b := buf(x.Buf)
+			if b == nil {
+				return fmt.Errorf("reads missing buffer %d", x.Buf)
+			}
+			index = len(b.Shape)
+		case kir.Const, kir.Acc:
+			args, index = 0, 0
+			if x.Op == kir.Acc && !epi {
+				return fmt.Errorf("acc outside an epilogue")
+			}
+		case kir.Apply:
+			if args = x.Fn.Arity(); args == 0 {
+				return fmt.Errorf("invalid function %d", x.Fn)
+			}
+		case kir.Cast:
+			args = 1
+		case kir.IndexValue:
+			args, index = 0, 1
+		case kir.Random:
+			if args, index = 1, 1; !x.DType.IsFloat() {
+				return fmt.Errorf("random of dtype %v", x.DType)
+			}
+		default:
+			return fmt.Errorf("unknown expression op %d", x.Op)
+		}
+		if args >= 0 && len(x.Args) != args || index >= 0 && len(x.Index) != index {
+			name := [...]string{"load", "constant", "apply", "cast", "index value", "random", "acc"}[x.Op]
+			return fmt.Errorf("%s with %d arguments and %d indices", name, len(x.Args), len(x.Index))
+		}
+		for _, a := range x.Args {
+			if err := expr(a, nv, epi); err != nil {
+				return err
+			}
+		}
+		for _, i := range x.Index {
+			if err := ix(i, nv); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	nv := k.NumVars()
+	for _, c := range k.Where {
+		if err := ix(c.X, nv); err != nil {
+			return fmt.Errorf("where condition: %w", err)
+		}
+	}
+	if err := expr(k.Body, nv, false); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	if k.Epilogue != nil {
+		if err := expr(k.Epilogue, len(k.Shape), true); err != nil {
+			return fmt.Errorf("epilogue: %w", err)
+		}
+	}
+	for _, id := range k.Buffers() {
+		b := buf(id)
+		if b == nil {
+			return fmt.Errorf("reads missing buffer %d", id)
+		}
+		if b.View != nil {
+			if b = buf(b.View.Of); b == nil {
+				return fmt.Errorf("b%d is a view of a missing buffer", id)
+			}
+		}
+		if b.Size() >= maxElems {
+			return fmt.Errorf("the storage of b%d has %d elements, beyond 32-bit offsets", id, b.Size())
+		}
+	}
+	return nil
+}
