@@ -165,6 +165,9 @@ func (d *Device) checkKernel(p *kir.Program, i int, k *spirv.Kernel) error {
 			return bad("binds missing buffer %d", b)
 		}
 	}
+	if empty(k) {
+		return nil // nothing to dispatch
+	}
 	inv := 1
 	for j, n := range k.LocalSize {
 		if n < 1 || n > int(l.MaxComputeWorkGroupSize[j]) {
@@ -180,6 +183,10 @@ func (d *Device) checkKernel(p *kir.Program, i int, k *spirv.Kernel) error {
 	}
 	return nil
 }
+
+// empty reports whether an emitted kernel has no points: its Groups (and
+// LocalSize) are all 0, and it is neither built nor dispatched.
+func empty(k *spirv.Kernel) bool { return k.Groups == [3]int{} }
 
 // slotBytes returns the bytes of every slot in device storage types: the
 // most any of its buffers reaches (a view's elements lie inside the
@@ -378,6 +385,10 @@ func (e *Executable) buildPipelines(kernels []*spirv.Kernel) error {
 		fail := func(err error) error {
 			return d.execError(fmt.Sprintf("building kernel %d (%s) of %q", i, p.Kernels[i].Name, p.Name), err)
 		}
+		if empty(k) {
+			e.pipes = append(e.pipes, pipe{k: k})
+			continue
+		}
 		n := len(k.Bindings)
 		pl, ok := e.layouts[n]
 		if !ok {
@@ -427,7 +438,7 @@ func (e *Executable) record() error {
 	dispatch := func(i, step int) {
 		pp := &e.pipes[i]
 		k := pp.k
-		if k.Groups[0] == 0 || k.Groups[1] == 0 || k.Groups[2] == 0 {
+		if pp.pipeline == 0 || k.Groups[0] == 0 || k.Groups[1] == 0 || k.Groups[2] == 0 {
 			return
 		}
 		cb.BindPipeline(pp.pipeline)
