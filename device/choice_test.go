@@ -10,16 +10,24 @@ import (
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/opencl"
 	"github.com/tartanml/tartan/backend/opencl/cl"
+	"github.com/tartanml/tartan/backend/vulkan"
+	"github.com/tartanml/tartan/backend/vulkan/vk"
 )
 
 // withoutOpenCL makes List and Open find no OpenCL, as on a machine
-// without its runtime, failing with the given attempts.
+// without its runtime, failing with the given attempts, and no Vulkan
+// loader either.
 func withoutOpenCL(t *testing.T, tried ...cl.Attempt) {
 	t.Helper()
-	old := openclList
-	t.Cleanup(func() { openclList = old })
+	old, oldVulkan := openclList, vulkanList
+	t.Cleanup(func() { openclList, vulkanList = old, oldVulkan })
 	openclList = func() ([]opencl.Candidate, error) { return nil, &cl.NotAvailableError{Tried: tried} }
+	vulkanList = func() ([]vulkan.Candidate, error) { return nil, noVulkan }
 }
+
+// noVulkan is the error of a machine without a Vulkan loader.
+var noVulkan = &vk.NotAvailableError{Reason: "no Vulkan loader could be opened",
+	Tried: []string{"libvulkan.so.1: libvulkan.so.1: cannot open shared object file", "libvulkan.so: libvulkan.so: cannot open shared object file"}}
 
 // TestChooseAgreesWithSelect checks that what Choose says a run uses is
 // what Select opens, from each source.
@@ -77,7 +85,7 @@ func TestChooseUnusableEnvironment(t *testing.T) {
 	withoutOpenCL(t)
 	for _, c := range []struct{ env, want string }{
 		{"opencl:0:0", "$TARTAN_DEVICE=opencl:0:0 names no device listed (the ids are cpu ("},
-		{"gpu", `$TARTAN_DEVICE=gpu: unknown device "gpu": want cpu, opencl:<platform>:<device> (see tartan devices) or reference`},
+		{"gpu", `$TARTAN_DEVICE=gpu: unknown device "gpu": want cpu, opencl:<platform>:<device>, vulkan:<index> (see tartan devices) or reference`},
 	} {
 		t.Setenv(EnvDevice, c.env)
 		ch := Choose(List())
@@ -123,6 +131,7 @@ func TestFormatTableWithoutOpenCL(t *testing.T) {
            ICD loader libOpenCL.so.1: dlopen: libOpenCL.so.1: cannot open shared object file: No such file or directory
            ICD loader libOpenCL.so: dlopen: libOpenCL.so: cannot open shared object file: No such file or directory
            vendor search libnvidia-opencl.so.1, libamdocl64.so in /usr/lib:/opt/rocm/lib: none found
+   note: Vulkan is not available: no Vulkan loader could be opened (tried libvulkan.so.1: libvulkan.so.1: cannot open shared object file; libvulkan.so: libvulkan.so: cannot open shared object file)
 
 No OpenCL platform was found, so Tartan runs on its CPU backend. To use a GPU, install
 its vendor's OpenCL driver (an ICD) and the ICD loader:
@@ -149,9 +158,13 @@ in /etc/OpenCL/vendors; tartan devices lists its devices.
 // TestListHintWithoutGPU checks that OpenCL without a GPU gets the install
 // hint for GPU drivers, without the note that OpenCL is missing.
 func TestListHintWithoutGPU(t *testing.T) {
-	old := openclList
-	defer func() { openclList = old }()
+	old, oldVulkan := openclList, vulkanList
+	defer func() { openclList, vulkanList = old, oldVulkan }()
 	openclList = func() ([]opencl.Candidate, error) { return nil, nil }
+	vulkanList = func() ([]vulkan.Candidate, error) {
+		return []vulkan.Candidate{{ID: "vulkan:0", Device: &vk.PhysicalDevice{Name: "a CPU", Type: vk.DeviceTypeCPU, APIVersion: vk.MakeAPIVersion(1, 3, 0),
+			QueueFamilies: []vk.QueueFamily{{QueueFlags: vk.QueueCompute, QueueCount: 1}}}}}, nil
+	}
 	l := List()
 	if len(l.Notes) != 0 || !strings.HasPrefix(l.Hint, "No GPU is listed. To use one, install its vendor's OpenCL driver (an ICD):\n  Debian/Ubuntu: ") {
 		t.Errorf("notes %q, hint %q", l.Notes, l.Hint)

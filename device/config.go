@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tartanml/tartan/backend/opencl"
+	"github.com/tartanml/tartan/backend/vulkan"
 	"github.com/tartanml/tartan/internal/fileinfo"
 )
 
@@ -131,9 +132,12 @@ func encodeConfig(c Config) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
+// idForms lists the device id forms, for messages.
+const idForms = "cpu, opencl:<platform>:<device>, vulkan:<index> (see tartan devices) or reference"
+
 // ValidID reports whether id has one of the forms Open accepts: "cpu",
-// "reference" or "opencl:<platform>:<device>". It does not check that the
-// device exists.
+// "reference", "opencl:<platform>:<device>" or "vulkan:<index>". It does
+// not check that the device exists.
 func ValidID(id string) error {
 	switch {
 	case id == "cpu", id == "reference":
@@ -141,8 +145,11 @@ func ValidID(id string) error {
 	case strings.HasPrefix(id, "opencl:"):
 		_, _, err := opencl.ParseID(id)
 		return err
+	case strings.HasPrefix(id, "vulkan:"):
+		_, err := vulkan.ParseID(id)
+		return err
 	}
-	return fmt.Errorf("unknown device %q: want cpu, opencl:<platform>:<device> (see tartan devices) or reference", id)
+	return fmt.Errorf("unknown device %q: want %s", id, idForms)
 }
 
 // SaveConfig writes c to the config file atomically: to a temporary file in

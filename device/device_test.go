@@ -242,7 +242,7 @@ func TestListAlwaysHasTheCPU(t *testing.T) {
 		if e.Recommended {
 			n++
 		}
-		if e.ID != "cpu" && !strings.HasPrefix(e.ID, "opencl:") {
+		if e.ID != "cpu" && !strings.HasPrefix(e.ID, "opencl:") && !strings.HasPrefix(e.ID, "vulkan:") {
 			t.Errorf("unexpected id %q", e.ID)
 		}
 	}
@@ -254,13 +254,13 @@ func TestListAlwaysHasTheCPU(t *testing.T) {
 	if !strings.Contains(b.String(), "cpu") || !strings.Contains(b.String(), "*") {
 		t.Errorf("table lacks the cpu row or the recommendation mark:\n%s", b.String())
 	}
-	// Without OpenCL the listing says so instead of failing.
-	old := openclList
-	defer func() { openclList = old }()
-	openclList = func() ([]opencl.Candidate, error) { return nil, &cl.NotAvailableError{} }
+	// Without OpenCL and Vulkan the listing says so instead of failing,
+	// Vulkan in one line.
+	withoutOpenCL(t)
 	l = List()
-	if len(l.Devices) != 1 || !l.Devices[0].Recommended || len(l.Notes) != 1 || !strings.Contains(l.Notes[0], "no OpenCL") {
-		t.Errorf("without OpenCL: %+v", l)
+	if len(l.Devices) != 1 || !l.Devices[0].Recommended || len(l.Notes) != 2 || !strings.Contains(l.Notes[0], "no OpenCL") ||
+		!strings.HasPrefix(l.Notes[1], "Vulkan is not available: ") || strings.Contains(l.Notes[1], "\n") {
+		t.Errorf("without OpenCL and Vulkan: %+v", l)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/tartanml/tartan/backend/cpu"
 	"github.com/tartanml/tartan/backend/opencl"
 	"github.com/tartanml/tartan/backend/opencl/cl"
+	"github.com/tartanml/tartan/backend/vulkan"
+	"github.com/tartanml/tartan/backend/vulkan/vk"
 )
 
 // Kinds of device, from most to least preferred for training.
@@ -19,6 +21,8 @@ const (
 	KindCPU           = "cpu"            // Tartan's own CPU backend
 	KindCPUOpenCL     = "cpu-opencl"     // a CPU reached through OpenCL (PoCL, Intel's CPU runtime)
 	KindAccelerator   = "accelerator"    // another OpenCL device type
+	KindCPUVulkan     = "cpu-vulkan"     // a CPU reached through Vulkan (lavapipe)
+	KindOtherVulkan   = "vulkan"         // another Vulkan device type
 )
 
 // Entry is one device Tartan can use.
@@ -79,10 +83,15 @@ func (l Listing) IDs() string {
 // openclList is cl discovery through package opencl; tests replace it.
 var openclList = opencl.List
 
-// List finds every device: the CPU backend always, and every OpenCL device
-// (unless OpenCL is missing, which is noted). Exactly one entry is
-// Recommended: the best by kind (discrete GPU, integrated GPU, Tartan's CPU
-// backend, OpenCL on a CPU), then by compute throughput and memory.
+// vulkanList is Vulkan discovery; tests replace it.
+var vulkanList = vulkan.List
+
+// List finds every device: the CPU backend always, every OpenCL device and
+// every Vulkan device (a missing OpenCL or Vulkan is noted). Exactly one
+// entry is Recommended: the best by kind (discrete GPU, integrated GPU,
+// Tartan's CPU backend, OpenCL on a CPU), then by compute throughput and
+// memory; a GPU through Vulkan ranks after every GPU through OpenCL, and
+// a CPU through Vulkan last.
 func List() Listing {
 	var l Listing
 	cd := cpu.New()
@@ -105,6 +114,7 @@ func List() Listing {
 		classify(&e, c.Device.Info())
 		l.Devices = append(l.Devices, e)
 	}
+	l.Devices = append(l.Devices, vulkanEntries(&l)...)
 	best := 0
 	for i, e := range l.Devices {
 		if better(e, l.Devices[best]) {
@@ -199,4 +209,51 @@ func (l Listing) Sorted() []Entry {
 	out := append([]Entry(nil), l.Devices...)
 	sort.SliceStable(out, func(i, j int) bool { return better(out[i], out[j]) })
 	return out
+}
+
+// vulkanEntries lists the Vulkan devices, noting on l why there are none.
+func vulkanEntries(l *Listing) []Entry {
+	cs, err := vulkanList()
+	switch {
+	case errors.Is(err, vk.ErrNotAvailable):
+		l.Notes = append(l.Notes, "Vulkan is "+strings.ReplaceAll(strings.TrimPrefix(err.Error(), "vulkan: "), "\n", " "))
+		return nil
+	case err != nil:
+		l.Notes = append(l.Notes, "Vulkan devices could not be listed: "+strings.ReplaceAll(err.Error(), "\n", " "))
+		return nil
+	case len(cs) == 0:
+		l.Notes = append(l.Notes, "Vulkan is available but lists no device")
+		return nil
+	}
+	var out []Entry
+	for _, c := range cs {
+		e := Entry{Info: c.Info()}
+		classifyVulkan(&e, c.Device)
+		out = append(out, e)
+	}
+	return out
+}
+
+// classifyVulkan sets a Vulkan entry's kind, rank and reason: below the
+// OpenCL devices of its kind, as the Vulkan backend is the younger one.
+func classifyVulkan(e *Entry, pd *vk.PhysicalDevice) {
+	mem := formatBytes(int64(min(pd.DeviceLocalBytes(), 1<<62)))
+	switch pd.Type {
+	case vk.DeviceTypeDiscreteGPU:
+		e.Kind, e.rank = KindGPU, 190
+		e.Why = "discrete GPU through Vulkan, " + mem
+	case vk.DeviceTypeIntegratedGPU:
+		e.Kind, e.rank = KindIntegratedGPU, 180
+		e.Why = "integrated GPU through Vulkan, shares " + mem + " with the host"
+	case vk.DeviceTypeCPU:
+		e.Kind, e.rank = KindCPUVulkan, 30
+		e.Why = "a CPU through Vulkan: Tartan's own CPU backend is faster on the same cores"
+	default:
+		e.Kind, e.rank = KindOtherVulkan, 35
+		e.Why = "Vulkan " + pd.TypeName() + " device"
+	}
+	if pd.APIVersion < vk.MinAPIVersion || pd.ComputeQueueFamily() < 0 {
+		e.rank = 0
+		e.Why += " (Vulkan " + vk.APIVersionString(pd.APIVersion) + " or no compute queue: unusable)"
+	}
 }

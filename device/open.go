@@ -9,14 +9,15 @@ import (
 	"github.com/tartanml/tartan/backend/cpu"
 	"github.com/tartanml/tartan/backend/opencl"
 	"github.com/tartanml/tartan/backend/reference"
+	"github.com/tartanml/tartan/backend/vulkan"
 )
 
 // EnvDevice names the environment variable that selects a device when no
 // --device flag does.
 const EnvDevice = "TARTAN_DEVICE"
 
-// Open opens the device with the given id: "cpu", "opencl:<platform>:<device>"
-// or "reference" (the slow float64 oracle, for debugging).
+// Open opens the device with the given id: "cpu", "opencl:<platform>:<device>",
+// "vulkan:<index>" or "reference" (the slow float64 oracle, for debugging).
 func Open(id string) (backend.Device, error) {
 	id = strings.TrimSpace(id)
 	switch {
@@ -48,8 +49,31 @@ func Open(id string) (backend.Device, error) {
 			return nil, fmt.Errorf("device %s: no OpenCL devices found", id)
 		}
 		return nil, fmt.Errorf("device %s not found; OpenCL devices: %s", id, strings.Join(have, ", "))
+	case strings.HasPrefix(id, "vulkan:"):
+		if _, err := vulkan.ParseID(id); err != nil {
+			return nil, err
+		}
+		cs, err := vulkanList()
+		if err != nil {
+			return nil, fmt.Errorf("device %s: %w", id, err)
+		}
+		var have []string
+		for _, c := range cs {
+			if c.ID == id {
+				d, err := vulkan.OpenCandidate(c)
+				if err != nil {
+					return nil, err // not d: see above
+				}
+				return d, nil
+			}
+			have = append(have, c.ID+" ("+c.Device.Name+")")
+		}
+		if len(have) == 0 {
+			return nil, fmt.Errorf("device %s: no Vulkan devices found", id)
+		}
+		return nil, fmt.Errorf("device %s not found; Vulkan devices: %s", id, strings.Join(have, ", "))
 	}
-	return nil, fmt.Errorf("unknown device %q: want cpu, opencl:<platform>:<device> (see tartan devices) or reference", id)
+	return nil, fmt.Errorf("unknown device %q: want %s", id, idForms)
 }
 
 // Selection says which device was chosen and why.

@@ -13,7 +13,7 @@ import (
 )
 
 // knownDeviceForms lists the device id forms the command line accepts.
-const knownDeviceForms = "cpu, opencl:<platform>:<device> (see tartan devices), reference"
+const knownDeviceForms = "cpu, opencl:<platform>:<device>, vulkan:<index> (see tartan devices), reference"
 
 // openDevice opens the device chosen by the flag value, else the
 // TARTAN_DEVICE environment variable, else the configured device, else the
@@ -24,7 +24,7 @@ func openDevice(flagValue string, stderr io.Writer) (backend.Device, device.Sele
 	if id == "" {
 		id, from = strings.TrimSpace(os.Getenv(device.EnvDevice)), device.EnvDevice
 	}
-	if id != "" && id != "cpu" && id != "reference" && !strings.HasPrefix(id, "opencl:") {
+	if id != "" && id != "cpu" && id != "reference" && !strings.HasPrefix(id, "opencl:") && !strings.HasPrefix(id, "vulkan:") {
 		return nil, device.Selection{}, usageError("unknown device %q from %s (known devices: %s)", id, from, knownDeviceForms)
 	}
 	if id != "" {

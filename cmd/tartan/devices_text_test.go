@@ -33,7 +33,7 @@ func cliWithoutOpenCL(t *testing.T, dir, envDevice string, args ...string) (int,
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDevicesHelperProcess$")
 	cmd.Env = append(os.Environ(), envCLIArgs+"="+strings.Join(args, "\x1f"),
-		"TARTAN_OPENCL_LIBRARY="+missingLibrary, "XDG_CONFIG_HOME="+dir, "TARTAN_DEVICE="+envDevice)
+		"TARTAN_OPENCL_LIBRARY="+missingLibrary, "TARTAN_VULKAN_LIBRARY="+missingVulkan, "XDG_CONFIG_HOME="+dir, "TARTAN_DEVICE="+envDevice)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -47,6 +47,9 @@ func cliWithoutOpenCL(t *testing.T, dir, envDevice string, args ...string) (int,
 }
 
 const missingLibrary = "/nonexistent/libOpenCL.so"
+
+// missingVulkan stands for the Vulkan loader in those runs.
+const missingVulkan = "/nonexistent/libvulkan.so.1"
 
 // cpuTable is the table of the CPU backend alone on this machine, marked as
 // given, with the name column as wide as the name (or its heading).
@@ -67,6 +70,20 @@ func dlopenLine(t *testing.T, out string) string {
 	const prefix = "           override ($TARTAN_OPENCL_LIBRARY) " + missingLibrary + ": dlopen: "
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, prefix) && len(line) > len(prefix) {
+			return line
+		}
+	}
+	t.Fatalf("no line %q… in:\n%s", prefix, out)
+	return ""
+}
+
+// vulkanLine returns the one-line note for the missing Vulkan loader,
+// checking the part Tartan writes.
+func vulkanLine(t *testing.T, out string) string {
+	t.Helper()
+	const prefix = "   note: Vulkan is not available: no Vulkan loader could be opened (tried " + missingVulkan + ": "
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, prefix) && strings.HasSuffix(line, ")") {
 			return line
 		}
 	}
@@ -96,7 +113,7 @@ func TestDevicesWithoutOpenCL(t *testing.T) {
 	i := cpu.New().Info()
 	want := cpuTable(">*") +
 		"   note: no OpenCL platform found; tried:\n" +
-		dlopenLine(t, out) + "\n\n" +
+		dlopenLine(t, out) + "\n" + vulkanLine(t, out) + "\n\n" +
 		fmt.Sprintf("> A run uses cpu (%s): no device is configured, so a run takes the recommended one (*): Tartan's own CPU backend, %d cores.\n", i.Name, i.ComputeUnits) +
 		"Choose with --device ID for one run, TARTAN_DEVICE=ID for a shell, or tartan setup for the default.\n\n" +
 		hintWithoutOpenCL
@@ -143,7 +160,7 @@ func TestDevicesSaysWhichDeviceARunUses(t *testing.T) {
 			if code != 0 || errs != "" {
 				t.Fatalf("exit %d, stderr %q", code, errs)
 			}
-			want := cpuTable(c.mark) + "   note: no OpenCL platform found; tried:\n" + dlopenLine(t, out) + "\n\n" +
+			want := cpuTable(c.mark) + "   note: no OpenCL platform found; tried:\n" + dlopenLine(t, out) + "\n" + vulkanLine(t, out) + "\n\n" +
 				c.says + recommended + choose + "\n" + hintWithoutOpenCL
 			if out != want {
 				t.Errorf("got:\n%s\nwant:\n%s", out, want)
@@ -174,7 +191,8 @@ func TestDevicesSaysWhichDeviceARunUses(t *testing.T) {
 		t.Errorf("chosen %v, want %v", got.Chosen, wantChosen)
 	}
 	if len(got.Devices) != 1 || got.Devices[0].ID != "cpu" || !got.Devices[0].Recommended ||
-		len(got.Notes) != 1 || !strings.HasPrefix(got.Notes[0], "no OpenCL platform found; tried:\n  override ($TARTAN_OPENCL_LIBRARY) "+missingLibrary+": dlopen: ") ||
+		len(got.Notes) != 2 || !strings.HasPrefix(got.Notes[0], "no OpenCL platform found; tried:\n  override ($TARTAN_OPENCL_LIBRARY) "+missingLibrary+": dlopen: ") ||
+		!strings.HasPrefix(got.Notes[1], "Vulkan is not available: ") ||
 		got.Hint+"\n" != hintWithoutOpenCL {
 		t.Errorf("listing %+v", got)
 	}

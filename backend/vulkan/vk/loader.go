@@ -1,9 +1,14 @@
 package vk
 
 import (
-	"fmt"
+	"os"
+	"strings"
 	"sync"
 )
+
+// EnvLibrary names the environment variable that, when set, is the only
+// Vulkan loader tried (a file name or path).
+const EnvLibrary = "TARTAN_VULKAN_LIBRARY"
 
 // loader is the opened Vulkan loader and its global entry points.
 type loader struct {
@@ -22,7 +27,13 @@ var (
 
 // load opens the Vulkan loader once per process.
 func load() (*loader, error) {
-	loadOnce.Do(func() { loaded, loadErr = openLoader(libraryNames()) })
+	loadOnce.Do(func() {
+		names := libraryNames()
+		if p := os.Getenv(EnvLibrary); p != "" {
+			names = []string{p}
+		}
+		loaded, loadErr = openLoader(names)
+	})
 	return loaded, loadErr
 }
 
@@ -32,7 +43,11 @@ func openLoader(names []string) (*loader, error) {
 	for _, n := range names {
 		h, err := dlopen(n)
 		if err != nil {
-			tried = append(tried, fmt.Sprintf("%s: %v", n, err))
+			msg := err.Error()
+			if !strings.Contains(msg, n) {
+				msg = n + ": " + msg
+			}
+			tried = append(tried, msg)
 			continue
 		}
 		gipa := sym(h, "vkGetInstanceProcAddr")
