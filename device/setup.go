@@ -59,7 +59,11 @@ func formatTable(w io.Writer, l Listing, markUsed bool, used string) {
 				mark = " " + mark
 			}
 		}
-		fmt.Fprintf(tw, " %s %d\t%s\t%s\t%s\t%s\t%d\t\n", mark, i+1, e.ID, e.Kind, e.Name, formatBytes(e.Memory), e.ComputeUnits)
+		units := "-" // not reported (Vulkan)
+		if e.ComputeUnits > 0 {
+			units = fmt.Sprint(e.ComputeUnits)
+		}
+		fmt.Fprintf(tw, " %s %d\t%s\t%s\t%s\t%s\t%s\t\n", mark, i+1, e.ID, e.Kind, e.Name, formatBytes(e.Memory), units)
 	}
 	tw.Flush()
 	for _, n := range l.Notes {

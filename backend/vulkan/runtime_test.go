@@ -445,3 +445,26 @@ func TestUnsupported(t *testing.T) {
 		t.Errorf("a work-group of 4096: %v", err)
 	}
 }
+
+// TestDeviceLost: a VK_ERROR_DEVICE_LOST from a queue operation marks the
+// device lost, and every later call says so.
+func TestDeviceLost(t *testing.T) {
+	d := openTest(t)
+	e, err := d.load(affineProgram(4), testEmitter(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	err = d.execError("submitting affine", &vk.Error{Op: "vkQueueSubmit", Result: vk.ErrDeviceLost})
+	if !errors.Is(err, ErrDeviceLost) || !strings.Contains(err.Error(), "VK_ERROR_DEVICE_LOST") || !strings.Contains(err.Error(), "submitting affine") {
+		t.Errorf("execError: %v", err)
+	}
+	for _, err := range []error{e.Run(), e.SetInput("x", make([]float32, 4)), e.ReadOutput("y", make([]float32, 4))} {
+		if !errors.Is(err, ErrDeviceLost) {
+			t.Errorf("after the loss: %v", err)
+		}
+	}
+	if _, err := d.Compile(tile.NewGraph("g")); !errors.Is(err, ErrDeviceLost) {
+		t.Errorf("Compile after the loss: %v", err)
+	}
+}
