@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 	}
 	for _, c := range cs {
 		t.Run(c.ID, func(t *testing.T) {
-			d, err := OpenCandidate(c)
+			d, err := OpenCandidate(c, WithCacheDir(t.TempDir()))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -109,7 +109,14 @@ func ParseID(id string) (int, error) {
 // Option configures a Device.
 type Option func(*config)
 
-type config struct{ staging bool }
+type config struct {
+	staging  bool
+	cacheDir *string
+}
+
+// WithCacheDir sets the pipeline cache directory; "" disables the cache.
+// The default is $XDG_CACHE_HOME/tartan/vulkan.
+func WithCacheDir(dir string) Option { return func(c *config) { c.cacheDir = &dir } }
 
 // WithStaging keeps storage in device-local memory reached through
 // host-visible staging buffers even where the device's memory is
@@ -147,6 +154,10 @@ type Device struct {
 	cfg    config
 	target spirv.Target
 	cache  vk.PipelineCache
+	// cachePath is the pipeline cache file ("" for none); built counts
+	// the pipelines made since the device opened, which Close saves.
+	cachePath string
+	built     int
 	// devType and hostType are the memory types of storage and of staging
 	// buffers; direct means storage is host-visible and mapped, with no
 	// staging.
@@ -183,9 +194,21 @@ func OpenCandidate(c Candidate, opts ...Option) (*Device, error) {
 		vd.Destroy()
 		return nil, err
 	}
-	if d.cache, err = vd.NewPipelineCache(nil); err != nil {
-		vd.Destroy()
-		return nil, fmt.Errorf("vulkan: opening %s %q: %w", c.ID, pd.Name, err)
+	dir := defaultPipeDir()
+	if cfg.cacheDir != nil {
+		dir = *cfg.cacheDir
+	}
+	d.cachePath = pipePath(dir, pd)
+	if data := readPipeData(d.cachePath, pd); data != nil {
+		if d.cache, err = vd.NewPipelineCache(data); err != nil {
+			pipeDamaged(d.cachePath, fmt.Errorf("the driver rejected it: %w", err))
+		}
+	}
+	if d.cache == 0 {
+		if d.cache, err = vd.NewPipelineCache(nil); err != nil {
+			vd.Destroy()
+			return nil, fmt.Errorf("vulkan: opening %s %q: %w", c.ID, pd.Name, err)
+		}
 	}
 	return d, nil
 }
@@ -264,6 +287,11 @@ func (d *Device) Close() error {
 	}
 	d.closed = true
 	err := d.vk.WaitIdle()
+	if d.built > 0 && d.lost == nil {
+		if data, err := d.vk.PipelineCacheData(d.cache); err == nil {
+			writePipeData(d.cachePath, data) // best effort
+		}
+	}
 	d.vk.DestroyPipelineCache(d.cache)
 	d.vk.Destroy()
 	if err != nil && !vk.IsResult(err, vk.ErrDeviceLost) {

@@ -19,6 +19,10 @@
 // Storage is mapped host-visible memory on CPUs and integrated GPUs, and
 // device-local memory reached through a staging buffer elsewhere.
 //
+// The driver's pipeline cache is kept on disk per device and driver
+// ($XDG_CACHE_HOME/tartan/vulkan, checked before use; TARTAN_CACHE=off
+// disables it), so a later process skips the shader compiler.
+//
 // Float16 and BFloat16 tensors are float32 on the device, Bool a 32-bit 0
 // or 1 (spirv.StorageBytes).
 package vulkan

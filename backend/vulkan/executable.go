@@ -410,6 +410,9 @@ func (e *Executable) buildPipelines(kernels []*spirv.Kernel) error {
 		if err != nil {
 			return fail(err)
 		}
+		d.mu.Lock()
+		d.built++
+		d.mu.Unlock()
 		e.pipes = append(e.pipes, pipe{k: k, layout: pl.layout, pipeline: pipeline})
 		set, err := vd.AllocateSet(e.descPool, pl.set)
 		if err != nil {

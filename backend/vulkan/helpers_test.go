@@ -16,8 +16,8 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// openTest opens the first Vulkan device with opts, or skips the test
-// saying why.
+// openTest opens the first Vulkan device with opts (without a pipeline
+// cache unless they set one), or skips the test saying why.
 func openTest(t *testing.T, opts ...Option) *Device {
 	t.Helper()
 	cs, err := List()
@@ -30,7 +30,7 @@ func openTest(t *testing.T, opts ...Option) *Device {
 	if len(cs) == 0 {
 		t.Skip("vulkan: no device (install mesa-vulkan-drivers for lavapipe)")
 	}
-	d, err := OpenCandidate(cs[0], opts...)
+	d, err := OpenCandidate(cs[0], append([]Option{WithCacheDir("")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
