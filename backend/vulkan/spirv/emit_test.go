@@ -57,13 +57,19 @@ func conformancePrograms(t *testing.T) map[string]*kir.Program {
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
-		p, err := compile.Compile(b.G, compile.Target{Backend: "vulkan", ComputeUnits: 8, MaxWorkGroup: 1024})
-		if err != nil {
-			t.Fatalf("%s: compile: %v", c.Name, err)
-		}
-		progs[c.Name] = p
+		progs[c.Name] = compileCase(t, b)
 	}
 	return progs
+}
+
+// compileCase compiles a conformance case's graph for the Vulkan backend.
+func compileCase(t *testing.T, b *conformance.Builder) *kir.Program {
+	t.Helper()
+	p, err := compile.Compile(b.G, compile.Target{Backend: "vulkan", ComputeUnits: 8, MaxWorkGroup: 1024})
+	if err != nil {
+		t.Fatalf("%s: compile: %v", b.G.Name(), err)
+	}
+	return p
 }
 
 // TestConformanceKernelsValidate emits every kernel of every conformance
