@@ -166,9 +166,9 @@ func closeTo(dt tile.DType, got, want []float64) error {
 
 // checkProgram runs p on the interpreter and with kir.Interpret and
 // compares every output and variable.
-func checkProgram(t *testing.T, p *kir.Program, inputs map[int][]float64) {
+func checkProgram(t *testing.T, p *kir.Program, tg Target, inputs map[int][]float64) {
 	t.Helper()
-	got, err := runProgram(p, full, inputs)
+	got, err := runProgram(p, tg, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestInterpretedCorners(t *testing.T) {
 	for _, b := range p.Inputs {
 		inputs[b.Buffer] = named[b.Name]
 	}
-	checkProgram(t, p, inputs)
+	checkProgram(t, p, full, inputs)
 }
 
 // TestInterpretedConformance runs every conformance case's program through
@@ -215,7 +215,37 @@ func TestInterpretedConformance(t *testing.T) {
 			for _, in := range p.Inputs {
 				inputs[in.Buffer] = backend.ToFloat64(b.Inputs()[in.Name])
 			}
-			checkProgram(t, p, inputs)
+			checkProgram(t, p, full, inputs)
 		})
 	}
+}
+
+// TestInterpretedMinimalTarget runs kernels on a device without 64-bit
+// types and with few work-groups per row: a Philox draw from a negative
+// int32 seed, a scatter, and a grid of several rows.
+func TestInterpretedMinimalTarget(t *testing.T) {
+	f32, i32 := tile.Float32, tile.Int32
+	p := scatterProgram()
+	pb := &progBuilder{p: p}
+	seed := pb.buf("seed", kir.Input, i32)
+	x := pb.buf("x", kir.Input, f32, 300)
+	o := pb.buf("random", kir.Output, f32, 300)
+	pb.kernel("random", o, tile.Shape{300}, nil, tile.Assign, nil,
+		ap(tile.Add, f32, ld(x, f32, kir.Skip, 0, iv(0)), &kir.Expr{Op: kir.Random, DType: f32, Stream: 3,
+			Args: []*kir.Expr{ld(seed, i32, kir.Skip, 0)}, Index: []*kir.Ix{iv(0)}}), nil)
+	o = pb.buf("truncs", kir.Output, i32, 300)
+	pb.kernel("truncs", o, tile.Shape{300}, nil, tile.Assign, nil,
+		cast(i32, ap(tile.Mul, f32, ld(x, f32, kir.Skip, 0, iv(0)), cst(f32, -1e4))), nil)
+	xs := make([]float64, 300)
+	for i := range xs {
+		xs[i] = float64(i%17)/3 - 2.5
+	}
+	xs[7] = math.NaN()
+	inputs := map[int][]float64{0: {3, -1, 4, 0}, 1: {1, 2, 3, 4, 5, 6, 7, 8}, seed: {-123456}, x: xs}
+	minimal := Target{MaxWorkGroupSize: 32, MaxGroupCount: [3]int{4, 65535, 65535}}
+	k, err := Emit(p, 1, minimal)
+	if err != nil || k.Groups != [3]int{4, 3, 1} {
+		t.Fatalf("300 points on 4 groups of 32 a row: %+v, %v", k, err)
+	}
+	checkProgram(t, p, minimal, inputs)
 }
