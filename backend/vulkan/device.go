@@ -1,0 +1,351 @@
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/vulkan/spirv"
+	"github.com/tartanml/tartan/backend/vulkan/vk"
+	"github.com/tartanml/tartan/compile"
+	"github.com/tartanml/tartan/tile"
+)
+
+// ErrNotAvailable is matched (errors.Is) by List's error when Vulkan cannot
+// be used in this process.
+var ErrNotAvailable = vk.ErrNotAvailable
+
+// The process's Vulkan instance and its devices, made once and never
+// destroyed (as drivers expect of a library's instance).
+var (
+	instOnce sync.Once
+	inst     *vk.Instance
+	instPDs  []*vk.PhysicalDevice
+	instErr  error
+)
+
+func instance() ([]*vk.PhysicalDevice, error) {
+	instOnce.Do(func() {
+		inst, instErr = vk.NewInstance("tartan")
+		if instErr == nil {
+			instPDs, instErr = inst.PhysicalDevices()
+		}
+	})
+	return instPDs, instErr
+}
+
+// Candidate is a Vulkan device found on this machine, not yet opened.
+type Candidate struct {
+	// ID is "vulkan:<index>", the position in vkEnumeratePhysicalDevices
+	// order.
+	ID     string
+	Device *vk.PhysicalDevice
+}
+
+// Info describes the candidate without opening it.
+func (c Candidate) Info() backend.Info {
+	pd := c.Device
+	driver := "Vulkan " + vk.APIVersionString(pd.APIVersion)
+	if pd.DriverInfo != "" || pd.DriverName != "" {
+		driver += "; " + strings.TrimSpace(pd.DriverName+" "+pd.DriverInfo)
+	} else {
+		driver += fmt.Sprintf("; driver version %#x", pd.DriverVersion)
+	}
+	return backend.Info{ID: c.ID, Backend: "vulkan", Name: pd.Name, Vendor: vendorName(pd.VendorID),
+		Memory: int64(min(pd.DeviceLocalBytes(), 1<<62)), Driver: driver}
+}
+
+// vendorName names a PCI vendor id, or the Khronos vendor ids of drivers
+// without one.
+func vendorName(id uint32) string {
+	switch id {
+	case 0x10de:
+		return "NVIDIA"
+	case 0x1002:
+		return "AMD"
+	case 0x8086:
+		return "Intel"
+	case 0x13b5:
+		return "ARM"
+	case 0x5143:
+		return "Qualcomm"
+	case 0x106b:
+		return "Apple"
+	case 0x1010:
+		return "Imagination"
+	case 0x10005:
+		return "Mesa"
+	}
+	return fmt.Sprintf("vendor %#x", id)
+}
+
+// List returns every Vulkan device this process can reach. Without Vulkan
+// the error matches ErrNotAvailable.
+func List() ([]Candidate, error) {
+	pds, err := instance()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Candidate, len(pds))
+	for i, pd := range pds {
+		out[i] = Candidate{ID: "vulkan:" + strconv.Itoa(pd.Index), Device: pd}
+	}
+	return out, nil
+}
+
+// ParseID checks a "vulkan:<index>" id and returns the index.
+func ParseID(id string) (int, error) {
+	rest, ok := strings.CutPrefix(id, "vulkan:")
+	n, err := strconv.Atoi(rest)
+	if !ok || err != nil || n < 0 || rest != strconv.Itoa(n) {
+		return 0, fmt.Errorf("vulkan: bad device id %q (want vulkan:<index>, such as vulkan:0)", id)
+	}
+	return n, nil
+}
+
+// Option configures a Device.
+type Option func(*config)
+
+type config struct{ staging bool }
+
+// WithStaging keeps storage in device-local memory reached through
+// host-visible staging buffers even where the device's memory is
+// host-visible (a CPU or an integrated GPU), as on a discrete GPU; for
+// tests and measurement.
+func WithStaging() Option { return func(c *config) { c.staging = true } }
+
+// Open opens the device with the given id.
+func Open(id string, opts ...Option) (*Device, error) {
+	if _, err := ParseID(id); err != nil {
+		return nil, err
+	}
+	cs, err := List()
+	if err != nil {
+		return nil, err
+	}
+	var have []string
+	for _, c := range cs {
+		if c.ID == id {
+			return OpenCandidate(c, opts...)
+		}
+		have = append(have, c.ID+" "+c.Device.Name)
+	}
+	if len(have) == 0 {
+		return nil, fmt.Errorf("vulkan: no device %s: the Vulkan loader lists no device", id)
+	}
+	return nil, fmt.Errorf("vulkan: no device %s; found: %s", id, strings.Join(have, ", "))
+}
+
+// Device is an opened Vulkan device: a logical device with one compute
+// queue, shared by its executables, and a pipeline cache.
+type Device struct {
+	cand   Candidate
+	vk     *vk.Device
+	cfg    config
+	target spirv.Target
+	cache  vk.PipelineCache
+	// devType and hostType are the memory types of storage and of staging
+	// buffers; direct means storage is host-visible and mapped, with no
+	// staging.
+	devType, hostType int
+	direct            bool
+
+	mu     sync.Mutex // the queue, lost and closed
+	lost   error
+	closed bool
+}
+
+// OpenCandidate opens a listed device, enabling 64-bit integers and floats
+// where the device has them.
+func OpenCandidate(c Candidate, opts ...Option) (*Device, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	pd := c.Device
+	vd, err := pd.NewDevice(vk.Features{ShaderInt64: true, ShaderFloat64: true})
+	if err != nil {
+		return nil, fmt.Errorf("vulkan: opening %s %q: %w", c.ID, pd.Name, err)
+	}
+	d := &Device{cand: c, vk: vd, cfg: cfg}
+	l := pd.Limits
+	d.target = spirv.Target{
+		MaxWorkGroupSize: int(min(l.MaxComputeWorkGroupSize[0], l.MaxComputeWorkGroupInvocations)),
+		MaxGroupCount:    [3]int{int(l.MaxComputeWorkGroupCount[0]), int(l.MaxComputeWorkGroupCount[1]), int(l.MaxComputeWorkGroupCount[2])},
+		SubgroupSize:     pd.SubgroupSize,
+		Int64:            vd.Enabled.ShaderInt64,
+		Float64:          vd.Enabled.ShaderFloat64,
+	}
+	if err := d.chooseMemory(); err != nil {
+		vd.Destroy()
+		return nil, err
+	}
+	if d.cache, err = vd.NewPipelineCache(nil); err != nil {
+		vd.Destroy()
+		return nil, fmt.Errorf("vulkan: opening %s %q: %w", c.ID, pd.Name, err)
+	}
+	return d, nil
+}
+
+// chooseMemory picks the memory types of storage and staging.
+func (d *Device) chooseMemory() error {
+	pd := d.cand.Device
+	const hostFlags = vk.MemoryHostVisible | vk.MemoryHostCoherent
+	find := func(want, avoid uint32) int {
+		for i, m := range pd.MemoryTypes {
+			if m.PropertyFlags&want == want && m.PropertyFlags&avoid == 0 {
+				return i
+			}
+		}
+		return -1
+	}
+	d.hostType = find(hostFlags, 0)
+	if d.hostType < 0 {
+		return fmt.Errorf("vulkan: %s %q has no host-visible coherent memory", d.cand.ID, pd.Name)
+	}
+	unified := pd.Type == vk.DeviceTypeCPU || pd.Type == vk.DeviceTypeIntegratedGPU
+	if t := find(vk.MemoryDeviceLocal|hostFlags, 0); t >= 0 && unified && !d.cfg.staging {
+		d.devType, d.direct = t, true
+		return nil
+	}
+	if d.devType = find(vk.MemoryDeviceLocal, hostFlags&vk.MemoryHostVisible); d.devType < 0 {
+		d.devType = find(vk.MemoryDeviceLocal, 0)
+	}
+	if d.devType < 0 {
+		d.devType, d.direct = d.hostType, !d.cfg.staging
+	}
+	return nil
+}
+
+// Info implements backend.Device.
+func (d *Device) Info() backend.Info { return d.cand.Info() }
+
+// PhysicalDevice returns the device's properties.
+func (d *Device) PhysicalDevice() *vk.PhysicalDevice { return d.cand.Device }
+
+// SPIRVTarget returns what the emitter is told about the device.
+func (d *Device) SPIRVTarget() spirv.Target { return d.target }
+
+// Target returns the compiler target.
+func (d *Device) Target() compile.Target {
+	return compile.Target{Backend: "vulkan", ComputeUnits: 1, MaxWorkGroup: d.target.MaxWorkGroupSize,
+		LocalMemBytes: int(d.cand.Device.Limits.MaxComputeSharedMemorySize), VectorWidth: 1}
+}
+
+// Compile implements backend.Device: the graph is compiled for the device's
+// target, every kernel emitted as SPIR-V, and the program loaded.
+func (d *Device) Compile(g *tile.Graph) (backend.Executable, error) {
+	if g == nil {
+		return nil, errors.New("vulkan: Compile: nil graph")
+	}
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	p, err := compile.Compile(g, d.Target())
+	if err != nil {
+		return nil, err
+	}
+	e, err := d.Load(p)
+	if err != nil {
+		return nil, err // not e: a nil *Executable in the interface is not nil
+	}
+	return e, nil
+}
+
+// Close destroys the device. Its executables must be closed first.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	err := d.vk.WaitIdle()
+	d.vk.DestroyPipelineCache(d.cache)
+	d.vk.Destroy()
+	if err != nil && !vk.IsResult(err, vk.ErrDeviceLost) {
+		return fmt.Errorf("vulkan: closing %s: %w", d.cand.ID, err)
+	}
+	return nil
+}
+
+// usable returns why the device cannot run commands now, or nil.
+func (d *Device) usable() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.closed:
+		return fmt.Errorf("vulkan: device %s %q is closed", d.cand.ID, d.cand.Device.Name)
+	case d.lost != nil:
+		return d.lost
+	}
+	return nil
+}
+
+// ErrDeviceLost is matched (errors.Is) by errors reporting that the device
+// stopped working (VK_ERROR_DEVICE_LOST).
+var ErrDeviceLost = errors.New("vulkan: device lost")
+
+type lostError struct {
+	id, name string
+	err      error
+}
+
+func (e *lostError) Error() string {
+	return fmt.Sprintf("vulkan: device %s %q lost (a shader faulted or the driver reset the device); results are unavailable and the device must be reopened: %v", e.id, e.name, e.err)
+}
+func (e *lostError) Unwrap() error        { return e.err }
+func (e *lostError) Is(target error) bool { return target == ErrDeviceLost }
+
+// execError interprets the failure of a queue operation: a lost device is
+// marked so that later calls fail at once.
+func (d *Device) execError(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if vk.IsResult(err, vk.ErrDeviceLost) {
+		d.mu.Lock()
+		if d.lost == nil {
+			d.lost = &lostError{id: d.cand.ID, name: d.cand.Device.Name, err: fmt.Errorf("%s: %w", what, err)}
+		}
+		lost := d.lost
+		d.mu.Unlock()
+		return lost
+	}
+	return fmt.Errorf("vulkan: %s on %s %q: %w", what, d.cand.ID, d.cand.Device.Name, err)
+}
+
+// submit submits command buffers with a fence; the queue is the device's,
+// shared by its executables.
+func (d *Device) submit(cbs []vk.CommandBufferHandle, fence vk.Fence) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("vulkan: device %s is closed", d.cand.ID)
+	}
+	return d.vk.Submit(cbs, fence)
+}
+
+// Describe returns a short multi-line description of the device, for
+// tartan devices and debugging.
+func (d *Device) Describe() string {
+	pd := d.cand.Device
+	l := pd.Limits
+	mem := "device-local storage through host-visible staging buffers"
+	if d.direct {
+		mem = "host-visible device memory, mapped"
+	}
+	coop := "no"
+	if pd.CooperativeMatrix {
+		coop = fmt.Sprintf("VK_KHR_cooperative_matrix, %d shapes", len(pd.CoopMatrixShapes))
+	}
+	return fmt.Sprintf("%s %q (%s, %s)\n  %s\n  work-groups up to %d, sub-groups of %d, %d KiB shared memory, storage buffers up to %d MiB, %d MiB device-local\n  int64 %v, float64 %v, float16 %v; cooperative matrix: %s; %s",
+		d.cand.ID, pd.Name, pd.TypeName(), vendorName(pd.VendorID), d.Info().Driver,
+		d.target.MaxWorkGroupSize, pd.SubgroupSize, l.MaxComputeSharedMemorySize>>10, l.MaxStorageBufferRange>>20, pd.DeviceLocalBytes()>>20,
+		d.vk.Enabled.ShaderInt64, d.vk.Enabled.ShaderFloat64, pd.Features.ShaderFloat16, coop, mem)
+}
+
+var _ backend.Device = (*Device)(nil)

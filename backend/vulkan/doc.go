@@ -1,0 +1,24 @@
+// Package vulkan is Tartan's Vulkan backend: a kir.Program's kernels become
+// SPIR-V compute shaders (package spirv) run through Tartan's own binding
+// (package vk), with no cgo.
+//
+// Devices are listed in vkEnumeratePhysicalDevices order with the ids
+// "vulkan:<index>". An opened Device has one compute queue and a pipeline
+// cache; 64-bit integers and floats are enabled where the device has them,
+// and a program using them on a device without is refused, naming the
+// kernel and buffer.
+//
+// An Executable holds one storage buffer per slot of the program (views
+// lie inside their parent's slot, reached through element offsets passed
+// as push constants), one compute pipeline and descriptor set per kernel,
+// and the whole program recorded once into one command buffer: every
+// dispatch followed by a compute-to-compute barrier, a step loop's
+// kernels recorded once per step with that step's offsets. Run waits for
+// the previous run, copies in what the host wrote since and submits the
+// same command buffer again, so a training step costs one submission.
+// Storage is mapped host-visible memory on CPUs and integrated GPUs, and
+// device-local memory reached through a staging buffer elsewhere.
+//
+// Float16 and BFloat16 tensors are float32 on the device, Bool a 32-bit 0
+// or 1 (spirv.StorageBytes).
+package vulkan

@@ -1,0 +1,778 @@
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/vulkan/spirv"
+	"github.com/tartanml/tartan/backend/vulkan/vk"
+	"github.com/tartanml/tartan/kir"
+	"github.com/tartanml/tartan/tile"
+)
+
+// Executable is a kir.Program loaded on a device: one storage buffer per
+// slot, one compute pipeline and descriptor set per kernel, and the whole
+// program recorded once into one command buffer (a loop's kernels once per
+// step, with that step's push constants), which every Run submits again.
+// Host writes are kept until the next Run or read, then copied in (through
+// a staging buffer unless storage is mapped); reads wait for the last Run.
+type Executable struct {
+	d     *Device
+	p     *kir.Program
+	slots []hostBuffer
+	// staging carries uploads and read-backs when storage is not mapped;
+	// it grows as needed.
+	staging hostBuffer
+
+	layouts    map[int]pipelineLayout // by binding count
+	pipes      []pipe
+	descPool   vk.DescriptorPool
+	cmdPool    vk.CommandPool
+	main, xfer *vk.CommandBuffer
+	fence      vk.Fence
+	pending    bool // a submission not waited for
+	writes     []hostWrite
+	dispatches int
+
+	inputs, outputs, vars map[string]int
+	closed                bool
+}
+
+// hostBuffer is a buffer with its own memory, mapped when host-visible.
+type hostBuffer struct {
+	buf    vk.Buffer
+	mem    vk.Memory
+	size   uint64
+	mapped []byte
+}
+
+type pipelineLayout struct {
+	set    vk.DescriptorSetLayout
+	layout vk.PipelineLayout
+}
+
+type pipe struct {
+	k        *spirv.Kernel
+	layout   vk.PipelineLayout
+	pipeline vk.Pipeline
+	set      vk.DescriptorSet
+}
+
+// hostWrite is host data waiting to be copied to offset off of a slot.
+type hostWrite struct {
+	slot int
+	off  uint64
+	data []byte
+}
+
+// Load emits every kernel of p as a compute shader and loads the program:
+// storage allocated and zeroed, constants written, pipelines built and the
+// command buffer recorded.
+func (d *Device) Load(p *kir.Program) (*Executable, error) { return d.load(p, emit) }
+
+func (d *Device) load(p *kir.Program, emit emitFunc) (*Executable, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("vulkan: %w", err)
+	}
+	if err := d.checkDTypes(p); err != nil {
+		return nil, err
+	}
+	sizes, err := slotBytes(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkMemory(p, sizes); err != nil {
+		return nil, err
+	}
+	kernels := make([]*spirv.Kernel, len(p.Kernels))
+	for i := range p.Kernels {
+		k, err := emit(p, i, d.target)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.checkKernel(p, i, k); err != nil {
+			return nil, err
+		}
+		kernels[i] = k
+	}
+	e := &Executable{d: d, p: p, layouts: map[int]pipelineLayout{},
+		inputs: map[string]int{}, outputs: map[string]int{}, vars: map[string]int{}}
+	for _, b := range p.Inputs {
+		e.inputs[b.Name] = b.Buffer
+	}
+	for _, b := range p.Outputs {
+		e.outputs[b.Name] = b.Buffer
+	}
+	for _, b := range p.Variables {
+		e.vars[b.Name] = b.Buffer
+	}
+	if err := e.load(sizes, kernels); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// checkDTypes refuses 64-bit buffers on a device without the shader
+// feature they need, naming the first kernel that uses one.
+func (d *Device) checkDTypes(p *kir.Program) error {
+	for i, k := range p.Kernels {
+		for _, id := range k.Buffers() {
+			b := p.Buffers[id]
+			feature := ""
+			switch {
+			case b.DType == tile.Int64 && !d.target.Int64:
+				feature = "shaderInt64"
+			case b.DType == tile.Float64 && !d.target.Float64:
+				feature = "shaderFloat64"
+			default:
+				continue
+			}
+			return fmt.Errorf("vulkan: program %q: kernel %d (%s) uses %s buffer b%d %q%v, but %s %q lacks %s",
+				p.Name, i, k.Name, b.DType, b.ID, b.Name, b.Shape, d.cand.ID, d.cand.Device.Name, feature)
+		}
+	}
+	return nil
+}
+
+// checkKernel checks an emitted kernel against the program and the
+// device's limits.
+func (d *Device) checkKernel(p *kir.Program, i int, k *spirv.Kernel) error {
+	l := d.cand.Device.Limits
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("vulkan: program %q: kernel %d (%s): %s", p.Name, i, p.Kernels[i].Name, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case k == nil:
+		return bad("the emitter returned no shader")
+	case len(k.Words) < 5 || k.Words[0] != 0x07230203:
+		return bad("the shader is not a SPIR-V module (%d words)", len(k.Words))
+	case len(k.Writes) != len(k.Bindings):
+		return bad("%d bindings but %d write flags", len(k.Bindings), len(k.Writes))
+	case len(k.Bindings) > int(l.MaxPerStageDescriptorStorageBuffers):
+		return bad("%d storage buffers, more than the device's %d per shader", len(k.Bindings), l.MaxPerStageDescriptorStorageBuffers)
+	case k.PushConstantBytes() > int(l.MaxPushConstantsSize):
+		return bad("%d bytes of push constants, more than the device's %d", k.PushConstantBytes(), l.MaxPushConstantsSize)
+	}
+	for _, b := range k.Bindings {
+		if b < 0 || b >= len(p.Buffers) {
+			return bad("binds missing buffer %d", b)
+		}
+	}
+	if empty(k) {
+		return nil // nothing to dispatch
+	}
+	inv := 1
+	for j, n := range k.LocalSize {
+		if n < 1 || n > int(l.MaxComputeWorkGroupSize[j]) {
+			return bad("work-group size %v outside the device's %v", k.LocalSize, l.MaxComputeWorkGroupSize)
+		}
+		inv *= n
+		if g := k.Groups[j]; g < 0 || g > int(l.MaxComputeWorkGroupCount[j]) {
+			return bad("%v work-groups, beyond the device's %v", k.Groups, l.MaxComputeWorkGroupCount)
+		}
+	}
+	if inv > int(l.MaxComputeWorkGroupInvocations) {
+		return bad("work-groups of %d invocations, more than the device's %d", inv, l.MaxComputeWorkGroupInvocations)
+	}
+	return nil
+}
+
+// empty reports whether an emitted kernel has no points: its Groups (and
+// LocalSize) are all 0, and it is neither built nor dispatched.
+func empty(k *spirv.Kernel) bool { return k.Groups == [3]int{} }
+
+// slotBytes returns the bytes of every slot in device storage types: the
+// most any of its buffers reaches (a view's elements lie inside the
+// buffer it views at every step, as kir.Program.Validate checks).
+func slotBytes(p *kir.Program) ([]uint64, error) {
+	out := make([]uint64, p.Slots)
+	for _, b := range p.Buffers {
+		n := uint64(b.Base(0)) + uint64(b.Size())
+		if n > math.MaxUint64/16 {
+			return nil, fmt.Errorf("vulkan: program %q: buffer b%d %q %s%v is too large to address", p.Name, b.ID, b.Name, b.DType, b.Shape)
+		}
+		out[b.Slot] = max(out[b.Slot], n*uint64(spirv.StorageBytes(b.DType)))
+	}
+	for i, n := range out {
+		out[i] = max((n+15)/16*16, 16)
+	}
+	return out, nil
+}
+
+func (e *Executable) load(sizes []uint64, kernels []*spirv.Kernel) error {
+	d, p, vd := e.d, e.p, e.d.vk
+	var total uint64
+	for _, n := range sizes {
+		total += n
+	}
+	for s, n := range sizes {
+		b, err := e.newBuffer(slotDescription(p, s), n, d.devType, d.direct, total)
+		if err != nil {
+			return err
+		}
+		e.slots = append(e.slots, b)
+	}
+	var err error
+	if e.cmdPool, err = vd.NewCommandPool(); err != nil {
+		return d.execError("creating a command pool for "+p.Name, err)
+	}
+	if e.main, err = vd.NewCommandBuffer(e.cmdPool); err == nil {
+		e.xfer, err = vd.NewCommandBuffer(e.cmdPool)
+	}
+	if err == nil {
+		e.fence, err = vd.NewFence()
+	}
+	if err != nil {
+		return d.execError("preparing "+p.Name, err)
+	}
+	// Zero every slot (variables start at zero; this also touches the
+	// memory), then write the constants.
+	if err := e.xfer.Begin(true); err != nil {
+		return d.execError("zeroing the storage of "+p.Name, err)
+	}
+	for _, s := range e.slots {
+		if err := e.xfer.FillBuffer(s.buf, 0, s.size, 0); err != nil {
+			return err
+		}
+	}
+	e.xfer.Barrier(vk.StageTransfer, vk.StageTransfer|vk.StageComputeShader|vk.StageHost, vk.AccessTransferWrite,
+		vk.AccessTransferRead|vk.AccessTransferWrite|vk.AccessShaderRead|vk.AccessShaderWrite|vk.AccessHostRead|vk.AccessHostWrite)
+	if err := e.xfer.End(); err != nil {
+		return d.execError("zeroing the storage of "+p.Name, err)
+	}
+	if err := e.submitWait("zeroing the storage of "+p.Name, e.xfer); err != nil {
+		return err
+	}
+	for _, b := range p.Buffers {
+		if b.Kind == kir.Constant && b.Size() > 0 {
+			e.writes = append(e.writes, hostWrite{slot: b.Slot, off: uint64(b.Base(0) * spirv.StorageBytes(b.DType)), data: constantBytes(b.DType, b.Init)})
+		}
+	}
+	if err := e.sync(); err != nil {
+		return err
+	}
+	if err := e.buildPipelines(kernels); err != nil {
+		return err
+	}
+	return e.record()
+}
+
+// checkMemory refuses a program that cannot fit before anything is
+// allocated: a slot larger than a storage buffer may be or than one
+// allocation may be, or more storage in all than the device-local heap.
+func (d *Device) checkMemory(p *kir.Program, sizes []uint64) error {
+	pd := d.cand.Device
+	var total uint64
+	for s, n := range sizes {
+		total += n
+		if n > uint64(pd.Limits.MaxStorageBufferRange) {
+			return fmt.Errorf("vulkan: program %q: %s needs a storage buffer of %d bytes, more than %s %q allows (maxStorageBufferRange %d)",
+				p.Name, slotDescription(p, s), n, d.cand.ID, pd.Name, pd.Limits.MaxStorageBufferRange)
+		}
+		if m := pd.MaxMemoryAllocationSize; m > 0 && n > m {
+			return d.outOfMemory(p, slotDescription(p, s), n, 0, fmt.Errorf("larger than the device's largest allocation (%d bytes)", m))
+		}
+	}
+	if heap := d.heapBytes(); heap > 0 && total > heap {
+		best := 0
+		for s, n := range sizes {
+			if n > sizes[best] {
+				best = s
+			}
+		}
+		return d.outOfMemory(p, slotDescription(p, best), sizes[best], total, nil)
+	}
+	return nil
+}
+
+// heapBytes returns the size of the heap storage is allocated from.
+func (d *Device) heapBytes() uint64 {
+	pd := d.cand.Device
+	if h := int(pd.MemoryTypes[d.devType].HeapIndex); h < len(pd.MemoryHeaps) {
+		return pd.MemoryHeaps[h].Size
+	}
+	return 0
+}
+
+// outOfMemory returns the error for storage what of n bytes of p that does
+// not fit; total is the program's storage (0: n); err is the allocation's
+// failure, or why it was not tried.
+func (d *Device) outOfMemory(p *kir.Program, what string, n, total uint64, err error) error {
+	if total == 0 {
+		total = n
+	}
+	return &backend.OutOfMemoryError{Backend: "vulkan", Device: fmt.Sprintf("%s %q", d.cand.ID, d.cand.Device.Name), Program: p.Name,
+		What: what, Bytes: int64(min(n, math.MaxInt64)), Total: int64(min(total, math.MaxInt64)),
+		Available: int64(min(d.heapBytes(), math.MaxInt64)), Source: "its Vulkan memory heap", Err: err}
+}
+
+// newBuffer creates a buffer of size bytes with memory of type typ (or one
+// with the same properties that the buffer accepts), mapped if asked.
+func (e *Executable) newBuffer(what string, size uint64, typ int, mapped bool, total uint64) (hostBuffer, error) {
+	d, vd := e.d, e.d.vk
+	b, err := vd.NewBuffer(size, vk.BufferStorageBuffer|vk.BufferTransferSrc|vk.BufferTransferDst)
+	if err != nil {
+		if vk.IsResult(err, vk.ErrOutOfDeviceMemory) || vk.IsResult(err, vk.ErrOutOfHostMemory) {
+			return hostBuffer{}, d.outOfMemory(e.p, what, size, total, err)
+		}
+		return hostBuffer{}, d.execError("creating the buffer of "+what, err)
+	}
+	req := vd.BufferMemoryRequirements(b)
+	types := d.cand.Device.MemoryTypes
+	if req.TypeBits&(1<<typ) == 0 {
+		want := types[typ].PropertyFlags
+		typ = -1
+		for i, m := range types {
+			if req.TypeBits&(1<<i) != 0 && m.PropertyFlags&want == want {
+				typ = i
+				break
+			}
+		}
+	}
+	if typ < 0 {
+		vd.DestroyBuffer(b)
+		return hostBuffer{}, fmt.Errorf("vulkan: %s %q: no memory type with the properties wanted accepts the buffer of %s", d.cand.ID, d.cand.Device.Name, what)
+	}
+	m, err := vd.Allocate(req.Size, typ)
+	if err != nil {
+		vd.DestroyBuffer(b)
+		if vk.IsResult(err, vk.ErrOutOfDeviceMemory) || vk.IsResult(err, vk.ErrOutOfHostMemory) {
+			return hostBuffer{}, d.outOfMemory(e.p, what, size, total, err)
+		}
+		return hostBuffer{}, d.execError("allocating "+what, err)
+	}
+	hb := hostBuffer{buf: b, mem: m, size: size}
+	if err := vd.BindBufferMemory(b, m, 0); err != nil {
+		e.freeBuffer(hb)
+		return hostBuffer{}, d.execError("binding the memory of "+what, err)
+	}
+	if mapped {
+		if hb.mapped, err = vd.Map(m, 0, size); err != nil {
+			e.freeBuffer(hb)
+			return hostBuffer{}, d.execError("mapping "+what, err)
+		}
+	}
+	return hb, nil
+}
+
+func (e *Executable) freeBuffer(b hostBuffer) {
+	if b.mapped != nil {
+		e.d.vk.Unmap(b.mem)
+	}
+	e.d.vk.DestroyBuffer(b.buf)
+	e.d.vk.Free(b.mem)
+}
+
+// buildPipelines makes the layouts, pipelines and descriptor sets.
+func (e *Executable) buildPipelines(kernels []*spirv.Kernel) error {
+	d, p, vd := e.d, e.p, e.d.vk
+	storage := 0
+	for _, k := range kernels {
+		storage += len(k.Bindings)
+	}
+	var err error
+	if e.descPool, err = vd.NewDescriptorPool(len(kernels), storage); err != nil {
+		return d.execError("creating the descriptor pool of "+p.Name, err)
+	}
+	for i, k := range kernels {
+		fail := func(err error) error {
+			return d.execError(fmt.Sprintf("building kernel %d (%s) of %q", i, p.Kernels[i].Name, p.Name), err)
+		}
+		if empty(k) {
+			e.pipes = append(e.pipes, pipe{k: k})
+			continue
+		}
+		n := len(k.Bindings)
+		pl, ok := e.layouts[n]
+		if !ok {
+			if pl.set, err = vd.NewStorageSetLayout(n); err != nil {
+				return fail(err)
+			}
+			if pl.layout, err = vd.NewPipelineLayout(pl.set, k.PushConstantBytes()); err != nil {
+				vd.DestroySetLayout(pl.set)
+				return fail(err)
+			}
+			e.layouts[n] = pl
+		}
+		mod, err := vd.NewShaderModule(k.Words)
+		if err != nil {
+			return fail(err)
+		}
+		pipeline, err := vd.NewComputePipeline(d.cache, pl.layout, mod, "main")
+		vd.DestroyShaderModule(mod)
+		if err != nil {
+			return fail(err)
+		}
+		e.pipes = append(e.pipes, pipe{k: k, layout: pl.layout, pipeline: pipeline})
+		set, err := vd.AllocateSet(e.descPool, pl.set)
+		if err != nil {
+			return fail(err)
+		}
+		e.pipes[i].set = set
+		bufs := make([]vk.BufferRange, n)
+		for j, b := range k.Bindings {
+			bufs[j] = vk.BufferRange{Buffer: e.slots[p.Buffers[b].Slot].buf}
+		}
+		vd.WriteStorageSet(set, bufs)
+	}
+	return nil
+}
+
+// record records the whole program into the main command buffer: each
+// kernel's dispatch, a loop's kernels once per step with that step's
+// element offsets as push constants, each dispatch followed by a barrier
+// that makes its writes visible to the next; at the end, a barrier
+// making them visible to copies and the host.
+func (e *Executable) record() error {
+	p, cb := e.p, e.main
+	if err := cb.Begin(false); err != nil {
+		return e.d.execError("recording "+p.Name, err)
+	}
+	dispatch := func(i, step int) {
+		pp := &e.pipes[i]
+		k := pp.k
+		if pp.pipeline == 0 || k.Groups[0] == 0 || k.Groups[1] == 0 || k.Groups[2] == 0 {
+			return
+		}
+		cb.BindPipeline(pp.pipeline)
+		cb.BindSet(pp.layout, pp.set)
+		push := make([]uint32, len(k.Bindings))
+		for j, b := range k.Bindings {
+			push[j] = uint32(p.Buffers[b].Base(step))
+		}
+		cb.PushConstants(pp.layout, push)
+		cb.Dispatch(k.Groups[0], k.Groups[1], k.Groups[2])
+		cb.Barrier(vk.StageComputeShader, vk.StageComputeShader, vk.AccessShaderWrite, vk.AccessShaderRead|vk.AccessShaderWrite)
+		e.dispatches++
+	}
+	for i := 0; i < len(p.Kernels); {
+		l := p.LoopOf(i)
+		if l < 0 {
+			dispatch(i, 0)
+			i++
+			continue
+		}
+		lp := p.Loops[l]
+		for it := range lp.Steps {
+			for k := lp.First; k < lp.End; k++ {
+				dispatch(k, lp.Step(it))
+			}
+		}
+		i = lp.End
+	}
+	cb.Barrier(vk.StageComputeShader|vk.StageTransfer, vk.StageTransfer|vk.StageHost|vk.StageComputeShader,
+		vk.AccessShaderWrite|vk.AccessTransferWrite, vk.AccessTransferRead|vk.AccessTransferWrite|vk.AccessHostRead|vk.AccessShaderRead|vk.AccessShaderWrite)
+	return e.d.execError("recording "+p.Name, cb.End())
+}
+
+// Dispatches returns the number of dispatches one Run submits.
+func (e *Executable) Dispatches() int { return e.dispatches }
+
+// wait waits for the last submission.
+func (e *Executable) wait() error {
+	if !e.pending {
+		return nil
+	}
+	e.pending = false
+	if _, err := e.d.vk.WaitFence(e.fence, math.MaxUint64); err != nil {
+		return e.d.execError("waiting for "+e.p.Name, err)
+	}
+	return e.d.execError("resetting the fence of "+e.p.Name, e.d.vk.ResetFence(e.fence))
+}
+
+// submitWait submits one command buffer and waits for it.
+func (e *Executable) submitWait(what string, cb *vk.CommandBuffer) error {
+	if err := e.d.submit([]vk.CommandBufferHandle{cb.H}, e.fence); err != nil {
+		return e.d.execError(what, err)
+	}
+	e.pending = true
+	return e.wait()
+}
+
+// upload applies the pending host writes after the last submission
+// completed: into mapped storage directly, or into the staging buffer with
+// the copies recorded in the transfer command buffer, which it then
+// reports needs submitting first.
+func (e *Executable) upload() (bool, error) {
+	writes := e.writes
+	e.writes = nil
+	if e.d.direct {
+		for _, w := range writes {
+			copy(e.slots[w.slot].mapped[w.off:], w.data)
+		}
+		return false, nil
+	}
+	var n uint64
+	for _, w := range writes {
+		n += uint64(len(w.data))
+	}
+	if err := e.ensureStaging(n); err != nil {
+		return false, err
+	}
+	if err := e.xfer.Begin(true); err != nil {
+		return false, e.d.execError("recording uploads for "+e.p.Name, err)
+	}
+	var off uint64
+	for _, w := range writes {
+		copy(e.staging.mapped[off:], w.data)
+		e.xfer.CopyBuffer(e.staging.buf, e.slots[w.slot].buf, []vk.Copy{{SrcOffset: off, DstOffset: w.off, Size: uint64(len(w.data))}})
+		off += uint64(len(w.data))
+	}
+	e.xfer.Barrier(vk.StageTransfer, vk.StageComputeShader|vk.StageTransfer, vk.AccessTransferWrite,
+		vk.AccessShaderRead|vk.AccessShaderWrite|vk.AccessTransferRead|vk.AccessTransferWrite)
+	return true, e.d.execError("recording uploads for "+e.p.Name, e.xfer.End())
+}
+
+// ensureStaging makes the staging buffer hold at least n bytes.
+func (e *Executable) ensureStaging(n uint64) error {
+	if e.staging.size >= n {
+		return nil
+	}
+	if e.staging.buf != 0 {
+		e.freeBuffer(e.staging)
+		e.staging = hostBuffer{}
+	}
+	size := max(n, e.staging.size*2, 64<<10)
+	b, err := e.newBuffer("the staging buffer", size, e.d.hostType, true, size)
+	if err != nil {
+		return err
+	}
+	e.staging = b
+	return nil
+}
+
+// sync waits for the last submission and applies pending host writes, so
+// that storage holds what the host last wrote.
+func (e *Executable) sync() error {
+	if err := e.wait(); err != nil {
+		return err
+	}
+	if len(e.writes) == 0 {
+		return nil
+	}
+	up, err := e.upload()
+	if err != nil || !up {
+		return err
+	}
+	return e.submitWait("uploading to "+e.p.Name, e.xfer)
+}
+
+func (e *Executable) ready() error {
+	if e.closed {
+		return fmt.Errorf("vulkan: executable %q is closed", e.p.Name)
+	}
+	return e.d.usable()
+}
+
+// Run implements backend.Executable: it waits for the previous run, copies
+// in what the host wrote since, and submits the recorded command buffer
+// again; it returns once submitted.
+func (e *Executable) Run() error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	if err := e.wait(); err != nil {
+		return err
+	}
+	cbs := []vk.CommandBufferHandle{e.main.H}
+	if len(e.writes) > 0 {
+		up, err := e.upload()
+		if err != nil {
+			return err
+		}
+		if up {
+			cbs = []vk.CommandBufferHandle{e.xfer.H, e.main.H}
+		}
+	}
+	if err := e.d.submit(cbs, e.fence); err != nil {
+		return e.d.execError("submitting "+e.p.Name, err)
+	}
+	e.pending = true
+	return nil
+}
+
+// Finish waits until the last run completed.
+func (e *Executable) Finish() error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	return e.wait()
+}
+
+// write keeps host data for buffer id until the next Run or read.
+func (e *Executable) write(what string, id int, data any) error {
+	b := e.p.Buffers[id]
+	if err := backend.CheckHost(what, b.DType, b.Size(), data); err != nil {
+		return fmt.Errorf("vulkan: %q: %w", e.p.Name, err)
+	}
+	if b.Size() == 0 {
+		return nil
+	}
+	bytes, err := toDevice(b.DType, data)
+	if err != nil {
+		return fmt.Errorf("vulkan: %q: %s: %w", e.p.Name, what, err)
+	}
+	e.writes = append(e.writes, hostWrite{slot: b.Slot, off: uint64(b.Base(0) * spirv.StorageBytes(b.DType)), data: bytes})
+	return nil
+}
+
+// read copies buffer id into host data once the last run completed.
+func (e *Executable) read(what string, id int, dst any) error {
+	b := e.p.Buffers[id]
+	if err := backend.CheckHost(what, b.DType, b.Size(), dst); err != nil {
+		return fmt.Errorf("vulkan: %q: %w", e.p.Name, err)
+	}
+	if b.Size() == 0 {
+		return nil
+	}
+	if err := e.sync(); err != nil {
+		return err
+	}
+	sb := uint64(spirv.StorageBytes(b.DType))
+	off, n := uint64(b.Base(0))*sb, uint64(b.Size())*sb
+	s := e.slots[b.Slot]
+	if s.mapped != nil {
+		return fromDevice(b.DType, s.mapped[off:off+n], dst)
+	}
+	if err := e.ensureStaging(n); err != nil {
+		return err
+	}
+	if err := e.xfer.Begin(true); err != nil {
+		return e.d.execError("reading "+what, err)
+	}
+	e.xfer.CopyBuffer(s.buf, e.staging.buf, []vk.Copy{{SrcOffset: off, DstOffset: 0, Size: n}})
+	e.xfer.Barrier(vk.StageTransfer, vk.StageHost, vk.AccessTransferWrite, vk.AccessHostRead)
+	if err := e.xfer.End(); err != nil {
+		return e.d.execError("reading "+what, err)
+	}
+	if err := e.submitWait("reading "+what+" of "+e.p.Name, e.xfer); err != nil {
+		return err
+	}
+	return fromDevice(b.DType, e.staging.mapped[:n], dst)
+}
+
+func names(m map[string]int) string {
+	var s []string
+	for n := range m {
+		s = append(s, fmt.Sprintf("%q", n))
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func (e *Executable) lookup(kind string, m map[string]int, name string) (int, error) {
+	if err := e.ready(); err != nil {
+		return 0, err
+	}
+	id, ok := m[name]
+	if !ok {
+		return 0, fmt.Errorf("vulkan: program %q has no %s %q (%ss: %s)", e.p.Name, kind, name, kind, names(m))
+	}
+	return id, nil
+}
+
+// SetInput implements backend.Executable.
+func (e *Executable) SetInput(name string, data any) error {
+	id, err := e.lookup("input", e.inputs, name)
+	if err != nil {
+		return err
+	}
+	return e.write("input "+name, id, data)
+}
+
+// ReadOutput implements backend.Executable.
+func (e *Executable) ReadOutput(name string, dst any) error {
+	id, err := e.lookup("output", e.outputs, name)
+	if err != nil {
+		return err
+	}
+	return e.read("output "+name, id, dst)
+}
+
+// ReadVariable implements backend.Executable.
+func (e *Executable) ReadVariable(name string, dst any) error {
+	id, err := e.lookup("variable", e.vars, name)
+	if err != nil {
+		return err
+	}
+	return e.read("variable "+name, id, dst)
+}
+
+// WriteVariable implements backend.Executable.
+func (e *Executable) WriteVariable(name string, data any) error {
+	id, err := e.lookup("variable", e.vars, name)
+	if err != nil {
+		return err
+	}
+	return e.write("variable "+name, id, data)
+}
+
+// Close implements backend.Executable: it waits for the last run and
+// destroys what the executable made. Closing twice is harmless.
+func (e *Executable) Close() error {
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	d := e.d
+	d.mu.Lock()
+	gone := d.closed
+	d.mu.Unlock()
+	if gone {
+		return nil // destroyed with the device
+	}
+	var first error
+	if err := e.wait(); err != nil && !errors.Is(err, ErrDeviceLost) {
+		first = err
+	}
+	vd := d.vk
+	for _, pp := range e.pipes {
+		vd.DestroyPipeline(pp.pipeline)
+	}
+	for _, pl := range e.layouts {
+		vd.DestroyPipelineLayout(pl.layout)
+		vd.DestroySetLayout(pl.set)
+	}
+	vd.DestroyDescriptorPool(e.descPool)
+	vd.DestroyFence(e.fence)
+	vd.DestroyCommandPool(e.cmdPool) // frees main and xfer
+	for _, s := range e.slots {
+		e.freeBuffer(s)
+	}
+	if e.staging.buf != 0 {
+		e.freeBuffer(e.staging)
+	}
+	return first
+}
+
+// slotDescription names a storage slot by the buffers in it (views, which
+// lie inside one of them, left out).
+func slotDescription(p *kir.Program, slot int) string {
+	var bs []string
+	for _, b := range p.Buffers {
+		if b.Slot != slot || b.View != nil {
+			continue
+		}
+		s := fmt.Sprintf("b%d", b.ID)
+		if b.Name != "" {
+			s += fmt.Sprintf(" %q", b.Name)
+		}
+		bs = append(bs, s+fmt.Sprintf(" %s %s%v", b.Kind, b.DType, b.Shape))
+		if len(bs) == 4 {
+			bs = append(bs, "…")
+			break
+		}
+	}
+	return fmt.Sprintf("slot %d (%s)", slot, strings.Join(bs, ", "))
+}
+
+var _ backend.Executable = (*Executable)(nil)
