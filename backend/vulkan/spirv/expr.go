@@ -187,6 +187,13 @@ func (e *emitter) convert(from, to tile.DType, v uint32) uint32 {
 		return m.op(opINotEqual, t, v, e.num(kf, 0))
 	case kf == kBool:
 		return m.op(opSelect, t, v, e.num(kt, 1), e.num(kt, 0))
+	case kf == kI32 && kt == kI64:
+		// Sign extension as (zext(x) ^ 2³¹) − 2³¹: llvmpipe (LLVM 15)
+		// miscompiles signed 64-bit comparisons of OpSConvert results
+		// with constants.
+		u64, h := m.tInt(64, false), m.constant(m.tInt(64, false), 1<<31, 0)
+		z := m.op(opUConvert, u64, m.op(opBitcast, m.tInt(32, false), v))
+		return m.op(opBitcast, t, m.op(opISub, u64, m.op(opBitwiseXor, u64, z, h), h))
 	case !kf.isFloat() && !kt.isFloat():
 		return m.op(opSConvert, t, v)
 	case !kf.isFloat():
