@@ -1,0 +1,79 @@
+package spirv_test
+
+import (
+	"testing"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/vulkan"
+	"github.com/tartanml/tartan/backend/vulkan/spirv"
+	"github.com/tartanml/tartan/kir"
+)
+
+// TestCornersOnDevice runs the corner kernels and a scatter on every Vulkan
+// device and compares them with kir.Interpret, run twice so that the
+// in-place variable update accumulates.
+func TestCornersOnDevice(t *testing.T) {
+	cs, err := vulkan.List()
+	if err != nil || len(cs) == 0 {
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	corners, inputs := spirv.CornerProgram()
+	scatter := spirv.ScatterProgram()
+	for _, c := range cs {
+		d, err := vulkan.OpenCandidate(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for _, p := range []*kir.Program{corners, scatter} {
+			t.Run(c.ID+"/"+p.Name, func(t *testing.T) {
+				in := map[string][]float64{"ind": {3, -1, 4, 0}, "upd": {1, 2, 3, 4, 5, 6, 7, 8}}
+				for k, v := range inputs {
+					in[k] = v
+				}
+				runOnDevice(t, d, p, in)
+			})
+		}
+	}
+}
+
+func runOnDevice(t *testing.T, d *vulkan.Device, p *kir.Program, inputs map[string][]float64) {
+	want := make([][]float64, len(p.Buffers))
+	for _, b := range p.Inputs {
+		want[b.Buffer] = inputs[b.Name]
+	}
+	for range 2 {
+		if err := kir.Interpret(p, want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, err := d.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for _, b := range p.Inputs {
+		if err := x.SetInput(b.Name, backend.HostSlice(p.Buffers[b.Buffer].DType, inputs[b.Name])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := x.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range append(append([]kir.Binding(nil), p.Outputs...), p.Variables...) {
+		buf := p.Buffers[b.Buffer]
+		got := backend.HostSlice(buf.DType, make([]float64, buf.Size()))
+		read := x.ReadOutput
+		if buf.Kind == kir.Variable {
+			read = x.ReadVariable
+		}
+		if err := read(b.Name, got); err != nil {
+			t.Fatal(err)
+		}
+		if err := spirv.CloseTo(buf.DType, backend.ToFloat64(got), want[b.Buffer]); err != nil {
+			t.Errorf("%s (%s%v): %v\ngot  %v\nwant %v", b.Name, buf.DType, buf.Shape, err, backend.ToFloat64(got), want[b.Buffer])
+		}
+	}
+}
