@@ -180,11 +180,11 @@ func TestErrors(t *testing.T) {
 		{nil, 0, full, "no kernel 0"},
 		{huge.p, 0, full, "beyond 32-bit offsets"},
 		{p, kernel("pow"), tiny, "144 invocations need more than 2×2 work-groups"},
-		{bad.p, 0, full, "(divzero): body: division or modulo by 0"},
-		{bad.p, 1, full, "(missing): body: reads missing buffer 9"},
-		{bad.p, 2, full, "(arity): body: apply with 1 arguments"},
-		{bad.p, 3, full, "loop variable 3 is not available"},
-		{bad.p, 4, full, "acc outside an epilogue"},
+		{bad.p, 0, full, "(divzero) is malformed (see kir.Program.Validate): runtime error: integer divide by zero"},
+		{bad.p, 1, full, "(missing) is malformed"},
+		{bad.p, 2, full, "(arity) is malformed"},
+		{bad.p, 3, full, "(var) is malformed"},
+		{bad.p, 4, full, "(acc) is malformed (see kir.Program.Validate): acc outside an epilogue"},
 	} {
 		_, err := Emit(c.p, c.k, c.t)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -1,6 +1,7 @@
 package spirv
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/tartanml/tartan/kir"
@@ -53,6 +54,9 @@ func (s *scope) ix(x *kir.Ix) uint32 {
 		v := e.index(x.E.DType, s.expr(x.E))
 		s.index[x.E] = v
 		return v
+	}
+	if (x.Op != kir.IxFloorDiv && x.Op != kir.IxMod) || x.C <= 0 {
+		panic(fmt.Sprintf("index op %d by %d", x.Op, x.C))
 	}
 	a, c := s.ix(x.A), e.ci(x.C)
 	if lo, _, ok := kir.Bounds(x.A, s.ranges); ok && lo >= 0 {
@@ -163,7 +167,12 @@ func (s *scope) expr(x *kir.Expr) uint32 {
 	case kir.Random:
 		v = e.convert(tile.Float32, x.DType, e.uniform(x.Args[0].DType, s.expr(x.Args[0]), s.ix(x.Index[0]), x.Stream))
 	case kir.Acc:
+		if s.acc == 0 {
+			panic("acc outside an epilogue")
+		}
 		v = e.convert(s.accDT, x.DType, s.acc)
+	default:
+		panic(fmt.Sprintf("unknown expression op %d", x.Op))
 	}
 	s.memo[x] = v
 	return v
