@@ -77,3 +77,57 @@ func runOnDevice(t *testing.T, d *vulkan.Device, p *kir.Program, inputs map[stri
 		}
 	}
 }
+
+// TestGridOnDevice runs an elementwise kernel with more points than one row
+// of work-groups holds on each Vulkan device, so that it runs as a 2-D
+// grid, and checks every element.
+func TestGridOnDevice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates two buffers of 5·2^20 or more elements")
+	}
+	cs, err := vulkan.List()
+	if err != nil || len(cs) == 0 {
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	for _, c := range cs {
+		d, err := vulkan.OpenCandidate(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		tg := d.SPIRVTarget()
+		n := tg.MaxGroupCount[0]*64 + 1000
+		p := spirv.GridProgram(n)
+		k, err := spirv.Emit(p, 0, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.Groups[1] < 2 {
+			t.Fatalf("%d points on %s: groups %v, want a 2-D grid", n, c.ID, k.Groups)
+		}
+		x, err := d.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		in := make([]float32, n)
+		for i := range in {
+			in[i] = float32(i%1001) - 500
+		}
+		if err := x.SetInput("x", in); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Run(); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, n)
+		if err := x.ReadOutput("y", got); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got {
+			if want := 2*in[i] + 1; v != want {
+				t.Fatalf("%s: element %d of %d: got %v, want %v", c.ID, i, n, v, want)
+			}
+		}
+	}
+}
