@@ -77,7 +77,7 @@ func compileCase(t *testing.T, b *conformance.Builder) *kir.Program {
 func TestConformanceKernelsValidate(t *testing.T) {
 	val := tool(t, "spirv-val")
 	dir := t.TempDir()
-	n := 0
+	n, minimal := 0, 0
 	for name, p := range conformancePrograms(t) {
 		for i := range p.Kernels {
 			k, err := Emit(p, i, full)
@@ -90,9 +90,18 @@ func TestConformanceKernelsValidate(t *testing.T) {
 			if err := validate(val, dir, file, k.Words); err != nil {
 				t.Errorf("%s kernel %d (%s): %v\n%s", name, i, p.Kernels[i].Name, err, p.Kernels[i])
 			}
+			// Without 64-bit types, the kernels that need none take the
+			// 32-bit conversions.
+			if k, err = Emit(p, i, Target{}); err != nil {
+				continue
+			}
+			minimal++
+			if err := validate(val, dir, file+"_min", k.Words); err != nil {
+				t.Errorf("%s kernel %d (%s) for a minimal device: %v", name, i, p.Kernels[i].Name, err)
+			}
 		}
 	}
-	t.Logf("%d kernels emitted and validated", n)
+	t.Logf("%d kernels emitted and validated, %d of them for a device without 64-bit types too", n, minimal)
 }
 
 // TestCornerKernelsValidate emits the hand-written corner kernels, and an
