@@ -57,9 +57,13 @@ type emitter struct {
 // schedule, one column of the output, see kir.ScatterView) with the
 // semantics of kir.Interpret, except that sums, products and the other
 // aggregations run in the kernel's own dtype rather than in float64, and
-// that the float64 forms of exp, log, log1p, tanh, sigmoid, erf and pow are
-// computed in float32 (GLSL.std.450 has no double-precision forms of
-// them). The "gemm" and "reduce" strategies are rendered as the loop nest.
+// that GLSL.std.450 has no double-precision transcendental functions: a
+// float64 exp or log (and so log1p, sigmoid and pow) reduces its argument
+// in float64 and has a float32 core, so float32's relative precision over
+// float64's range, and a float64 tanh or erf is computed in float32. On a
+// device without 64-bit integers, floats beyond ±2³¹ convert to int32 by
+// saturating rather than wrapping. The "gemm" and "reduce" strategies are
+// rendered as the loop nest.
 //
 // Each kir buffer the kernel names has a binding of its own, even when two
 // of them share a storage slot (the runtime then binds that slot's storage
