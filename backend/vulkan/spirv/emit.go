@@ -57,9 +57,13 @@ type emitter struct {
 // schedule, one column of the output, see kir.ScatterView) with the
 // semantics of kir.Interpret, except that sums, products and the other
 // aggregations run in the kernel's own dtype rather than in float64, and
-// that the float64 forms of exp, log, log1p, tanh, sigmoid, erf and pow are
-// computed in float32 (GLSL.std.450 has no double-precision forms of
-// them). The "gemm" and "reduce" strategies are rendered as the loop nest.
+// that GLSL.std.450 has no double-precision transcendental functions: a
+// float64 exp or log (and so log1p, sigmoid and pow) reduces its argument
+// in float64 and has a float32 core, so float32's relative precision over
+// float64's range, and a float64 tanh or erf is computed in float32. On a
+// device without 64-bit integers, floats beyond ±2³¹ convert to int32 by
+// saturating rather than wrapping. The "gemm" and "reduce" strategies are
+// rendered as the loop nest.
 //
 // Each kir buffer the kernel names has a binding of its own, even when two
 // of them share a storage slot (the runtime then binds that slot's storage
@@ -67,13 +71,20 @@ type emitter struct {
 // 32-bit integers: a kernel whose buffers, storage or loop space have 2³¹
 // elements or more is refused, as is one that needs 64-bit integers or
 // floats the target lacks.
-func Emit(p *kir.Program, k int, t Target) (*Kernel, error) {
+//
+// The program must be well formed (kir.Program.Validate); a malformed
+// kernel gives an error, never a panic or an invalid module.
+func Emit(p *kir.Program, k int, t Target) (out *Kernel, err error) {
 	if p == nil || k < 0 || k >= len(p.Kernels) || p.Kernels[k] == nil {
 		return nil, fmt.Errorf("spirv: no kernel %d in the program", k)
 	}
 	e := &emitter{p: p, k: p.Kernels[k], t: t, m: newModule(), bind: map[int]*binding{}}
-	out, err := e.kernel()
-	if err != nil {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("spirv: program %q: kernel %d (%s) is malformed (see kir.Program.Validate): %v", p.Name, k, e.k.Name, r)
+		}
+	}()
+	if out, err = e.kernel(); err != nil {
 		return nil, fmt.Errorf("spirv: program %q: kernel %d (%s): %w", p.Name, k, e.k.Name, err)
 	}
 	return out, nil
@@ -138,10 +149,16 @@ const maxElems = math.MaxInt32 // the exclusive bound of 32-bit element offsets
 // kernel emits the whole module.
 func (e *emitter) kernel() (*Kernel, error) {
 	p, k, m := e.p, e.k, e.m
-	if err := e.check(); err != nil {
-		return nil, err
-	}
 	ids := k.Buffers()
+	for _, id := range ids {
+		b := p.Buffers[id]
+		if b.View != nil {
+			b = p.Buffers[b.View.Of]
+		}
+		if b.Size() >= maxElems {
+			return nil, fmt.Errorf("the storage of b%d has %d elements, beyond 32-bit offsets", id, b.Size())
+		}
+	}
 	total := k.Shape.Size()
 	if total >= maxElems || total != p.Buffers[k.Out].Size() {
 		return nil, fmt.Errorf("loop space %v does not fit output b%d%v in 32-bit offsets", k.Shape, k.Out, p.Buffers[k.Out].Shape)
@@ -367,39 +384,29 @@ func (e *emitter) and(conds []uint32) uint32 {
 	return r
 }
 
-// agg combines the accumulator a with v by aggregation g in kind k.
+// agg combines the accumulator a with v by aggregation g in kind k: for
+// booleans a sum or maximum is an or, a product or minimum an and.
 func (e *emitter) agg(g tile.Agg, k kind, a, v uint32) uint32 {
 	m, t := e.m, e.typ(k)
-	switch g {
-	case tile.Sum:
-		switch {
-		case k == kBool:
-			return m.op(opLogicalOr, t, a, v)
-		case k.isFloat():
-			return m.op(opFAdd, t, a, v)
-		}
-		return m.op(opIAdd, t, a, v)
-	case tile.Prod:
-		switch {
-		case k == kBool:
-			return m.op(opLogicalAnd, t, a, v)
-		case k.isFloat():
-			return m.op(opFMul, t, a, v)
-		}
-		return m.op(opIMul, t, a, v)
-	case tile.Max, tile.Min:
-		if k == kBool {
-			if g == tile.Max {
-				return m.op(opLogicalOr, t, a, v)
-			}
-			return m.op(opLogicalAnd, t, a, v)
-		}
-		return e.minMax(g == tile.Max, k, a, v)
-	case tile.Assign:
+	switch {
+	case g == tile.Assign:
 		return v
+	case k == kBool && (g == tile.Sum || g == tile.Max):
+		return m.op(opLogicalOr, t, a, v)
+	case k == kBool:
+		return m.op(opLogicalAnd, t, a, v)
+	case g == tile.Max || g == tile.Min:
+		return e.minMax(g == tile.Max, k, a, v)
 	}
-	e.fail("invalid aggregation %d", g)
-	return v
+	ops := [2][2]uint32{{opIAdd, opIMul}, {opFAdd, opFMul}} // [float][product]
+	return m.op(ops[b2i(k.isFloat())][b2i(g == tile.Prod)], t, a, v)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // element returns a pointer to element off (an int32 id, relative to the
@@ -453,7 +460,7 @@ func (e *emitter) scatter(lin uint32, v *kir.ScatterView) {
 		inner *= n
 	}
 	rows, nidx := k.Shape[v.Axis], e.p.Buffers[v.Indices].Size()
-	if int64(total(k.Shape[:v.Axis]))*int64(nidx)*int64(inner) >= maxElems {
+	if int64(k.Shape[:v.Axis].Size())*int64(nidx)*int64(inner) >= maxElems {
 		e.fail("the updates of the scatter need 64-bit offsets")
 		return
 	}
@@ -478,131 +485,4 @@ func (e *emitter) scatter(lin uint32, v *kir.ScatterView) {
 			e.store(k.Out, at, m.op(op, e.typ(dk), e.read(k.Out, at), u))
 		})
 	})
-}
-
-func total(s tile.Shape) int {
-	n := 1
-	for _, d := range s {
-		n *= d
-	}
-	return n
-}
-
-// check looks at the kernel before anything evaluates it, for what would
-// make the emitter or the index algebra fail: missing buffers or bodies,
-// wrong index or argument counts, loop variables out of scope, division by
-// constants that are not positive, an Acc outside the Epilogue, storage
-// beyond 32-bit offsets.
-func (e *emitter) check() error {
-	p, k := e.p, e.k
-	buf := func(id int) *kir.Buffer {
-		if id < 0 || id >= len(p.Buffers) {
-			return nil
-		}
-		return p.Buffers[id]
-	}
-	if buf(k.Out) == nil || k.Body == nil {
-		return fmt.Errorf("has no output buffer b%d or no body", k.Out)
-	}
-	var ix func(x *kir.Ix, nv int) error
-	var expr func(x *kir.Expr, nv int, epi bool) error
-	ix = func(x *kir.Ix, nv int) error {
-		switch {
-		case x == nil:
-			return fmt.Errorf("nil index expression")
-		case x.Op == kir.IxVar && (x.Var < 0 || x.Var >= nv):
-			return fmt.Errorf("loop variable %d is not available here", x.Var)
-		case (x.Op == kir.IxFloorDiv || x.Op == kir.IxMod) && x.C <= 0:
-			return fmt.Errorf("division or modulo by %d", x.C)
-		case x.Op == kir.IxAdd:
-			if err := ix(x.B, nv); err != nil {
-				return err
-			}
-			fallthrough
-		case x.Op == kir.IxMul || x.Op == kir.IxFloorDiv || x.Op == kir.IxMod:
-			return ix(x.A, nv)
-		case x.Op == kir.IxValue:
-			return expr(x.E, nv, false)
-		case x.Op > kir.IxValue:
-			return fmt.Errorf("unknown index op %d", x.Op)
-		}
-		return nil
-	}
-	expr = func(x *kir.Expr, nv int, epi bool) error {
-		if x == nil {
-			return fmt.Errorf("nil expression")
-		}
-		args, index := -1, -1 // the counts the node needs (-1: any)
-		switch x.Op {
-		case kir.Load:
-			b := buf(x.Buf)
-			if b == nil {
-				return fmt.Errorf("reads missing buffer %d", x.Buf)
-			}
-			index = len(b.Shape)
-		case kir.Const, kir.Acc:
-			args, index = 0, 0
-			if x.Op == kir.Acc && !epi {
-				return fmt.Errorf("acc outside an epilogue")
-			}
-		case kir.Apply:
-			if args = x.Fn.Arity(); args == 0 {
-				return fmt.Errorf("invalid function %d", x.Fn)
-			}
-		case kir.Cast:
-			args = 1
-		case kir.IndexValue:
-			args, index = 0, 1
-		case kir.Random:
-			if args, index = 1, 1; !x.DType.IsFloat() {
-				return fmt.Errorf("random of dtype %v", x.DType)
-			}
-		default:
-			return fmt.Errorf("unknown expression op %d", x.Op)
-		}
-		if args >= 0 && len(x.Args) != args || index >= 0 && len(x.Index) != index {
-			name := [...]string{"load", "constant", "apply", "cast", "index value", "random", "acc"}[x.Op]
-			return fmt.Errorf("%s with %d arguments and %d indices", name, len(x.Args), len(x.Index))
-		}
-		for _, a := range x.Args {
-			if err := expr(a, nv, epi); err != nil {
-				return err
-			}
-		}
-		for _, i := range x.Index {
-			if err := ix(i, nv); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	nv := k.NumVars()
-	for _, c := range k.Where {
-		if err := ix(c.X, nv); err != nil {
-			return fmt.Errorf("where condition: %w", err)
-		}
-	}
-	if err := expr(k.Body, nv, false); err != nil {
-		return fmt.Errorf("body: %w", err)
-	}
-	if k.Epilogue != nil {
-		if err := expr(k.Epilogue, len(k.Shape), true); err != nil {
-			return fmt.Errorf("epilogue: %w", err)
-		}
-	}
-	for _, id := range k.Buffers() {
-		b := buf(id)
-		if b == nil {
-			return fmt.Errorf("reads missing buffer %d", id)
-		}
-		if b.View != nil {
-			if b = buf(b.View.Of); b == nil {
-				return fmt.Errorf("b%d is a view of a missing buffer", id)
-			}
-		}
-		if b.Size() >= maxElems {
-			return fmt.Errorf("the storage of b%d has %d elements, beyond 32-bit offsets", id, b.Size())
-		}
-	}
-	return nil
 }

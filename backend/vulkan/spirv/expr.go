@@ -1,6 +1,7 @@
 package spirv
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/tartanml/tartan/kir"
@@ -53,6 +54,9 @@ func (s *scope) ix(x *kir.Ix) uint32 {
 		v := e.index(x.E.DType, s.expr(x.E))
 		s.index[x.E] = v
 		return v
+	}
+	if (x.Op != kir.IxFloorDiv && x.Op != kir.IxMod) || x.C <= 0 {
+		panic(fmt.Sprintf("index op %d by %d", x.Op, x.C))
 	}
 	a, c := s.ix(x.A), e.ci(x.C)
 	if lo, _, ok := kir.Bounds(x.A, s.ranges); ok && lo >= 0 {
@@ -163,7 +167,12 @@ func (s *scope) expr(x *kir.Expr) uint32 {
 	case kir.Random:
 		v = e.convert(tile.Float32, x.DType, e.uniform(x.Args[0].DType, s.expr(x.Args[0]), s.ix(x.Index[0]), x.Stream))
 	case kir.Acc:
+		if s.acc == 0 {
+			panic("acc outside an epilogue")
+		}
 		v = e.convert(s.accDT, x.DType, s.acc)
+	default:
+		panic(fmt.Sprintf("unknown expression op %d", x.Op))
 	}
 	s.memo[x] = v
 	return v
@@ -187,6 +196,13 @@ func (e *emitter) convert(from, to tile.DType, v uint32) uint32 {
 		return m.op(opINotEqual, t, v, e.num(kf, 0))
 	case kf == kBool:
 		return m.op(opSelect, t, v, e.num(kt, 1), e.num(kt, 0))
+	case kf == kI32 && kt == kI64:
+		// Sign extension as (zext(x) ^ 2³¹) − 2³¹: llvmpipe (LLVM 15)
+		// miscompiles signed 64-bit comparisons of OpSConvert results
+		// with constants.
+		u64, h := m.tInt(64, false), m.constant(m.tInt(64, false), 1<<31, 0)
+		z := m.op(opUConvert, u64, m.op(opBitcast, m.tInt(32, false), v))
+		return m.op(opBitcast, t, m.op(opISub, u64, m.op(opBitwiseXor, u64, z, h), h))
 	case !kf.isFloat() && !kt.isFloat():
 		return m.op(opSConvert, t, v)
 	case !kf.isFloat():
@@ -334,7 +350,7 @@ func (e *emitter) intFn(f tile.Fn, k kind, a []uint32) uint32 {
 func (e *emitter) floatFn(f tile.Fn, k kind, a []uint32) uint32 {
 	m, t, bt := e.m, e.typ(k), e.m.tBool()
 	switch f {
-	case tile.Exp, tile.Log, tile.Log1p, tile.Tanh, tile.Sigmoid, tile.Erf, tile.Pow:
+	case tile.Tanh, tile.Erf:
 		if k == kF64 {
 			f32 := e.typ(kF32)
 			for i := range a {
@@ -353,7 +369,7 @@ func (e *emitter) floatFn(f tile.Fn, k kind, a []uint32) uint32 {
 		neg := m.op(opSelect, t, m.op(opFOrdLessThan, bt, a[0], c(0)), c(-1), a[0])
 		return m.op(opSelect, t, m.op(opFOrdGreaterThan, bt, a[0], c(0)), c(1), neg)
 	case tile.Exp:
-		return m.ext(t, glslExp, a[0])
+		return e.exp(k, a[0])
 	case tile.Log:
 		return e.log(k, a[0])
 	case tile.Log1p:
@@ -377,7 +393,7 @@ func (e *emitter) floatFn(f tile.Fn, k kind, a []uint32) uint32 {
 		x = m.op(opSelect, t, m.op(opFOrdLessThan, bt, x, c(-15)), c(-15), x)
 		return m.ext(t, glslTanh, x)
 	case tile.Sigmoid:
-		return m.op(opFDiv, t, c(1), m.op(opFAdd, t, c(1), m.ext(t, glslExp, m.op(opFNegate, t, a[0]))))
+		return m.op(opFDiv, t, c(1), m.op(opFAdd, t, c(1), e.exp(k, m.op(opFNegate, t, a[0]))))
 	case tile.Erf:
 		return e.erf(a[0])
 	case tile.Floor:
@@ -395,7 +411,7 @@ func (e *emitter) floatFn(f tile.Fn, k kind, a []uint32) uint32 {
 	case tile.Div:
 		return m.op(opFDiv, t, a[0], a[1])
 	case tile.Pow:
-		return e.pow(a[0], a[1])
+		return e.pow(k, a[0], a[1])
 	case tile.Maximum, tile.Minimum:
 		return e.minMax(f == tile.Maximum, k, a[0], a[1])
 	}
@@ -403,13 +419,49 @@ func (e *emitter) floatFn(f tile.Fn, k kind, a []uint32) uint32 {
 	return c(0)
 }
 
-// log of a float32 with IEEE's results where GLSL's is undefined: −∞ at
-// zero, NaN below it.
+// exp in kind k. GLSL.std.450's Exp is float32 only: a float64 e^x is
+// 2^n·e^r with r = x − n·ln 2 in [−ln 2/2, ln 2/2], e^r in float32 (so
+// its relative error is float32's), 2^n as two exact powers of two.
+func (e *emitter) exp(k kind, x uint32) uint32 {
+	m, t, bt := e.m, e.typ(k), e.m.tBool()
+	if k == kF32 {
+		return m.ext(t, glslExp, x)
+	}
+	c := func(v float64) uint32 { return e.num(kF64, v) }
+	i32, f32 := m.tInt(32, true), e.typ(kF32)
+	x = m.op(opSelect, t, m.op(opFOrdGreaterThan, bt, x, c(710)), c(710), x)
+	x = m.op(opSelect, t, m.op(opFOrdLessThan, bt, x, c(-746)), c(-746), x)
+	n := m.ext(t, glslFloor, m.op(opFAdd, t, m.op(opFMul, t, x, c(math.Log2E)), c(0.5)))
+	r := m.op(opFSub, t, m.op(opFSub, t, x, m.op(opFMul, t, n, c(0.6931471803691238))), m.op(opFMul, t, n, c(1.9082149292705877e-10)))
+	er := m.op(opFConvert, t, m.ext(f32, glslExp, m.op(opFConvert, f32, r)))
+	ni := m.op(opConvertFToS, i32, m.op(opSelect, t, m.op(opIsNan, bt, n), c(0), n))
+	h := m.op(opSDiv, i32, ni, e.ci(2))
+	p1, p2 := m.ext(t, glslLdexp, c(1), h), m.ext(t, glslLdexp, c(1), m.op(opISub, i32, ni, h))
+	return m.op(opFMul, t, m.op(opFMul, t, er, p1), p2)
+}
+
+// log in kind k, with IEEE's results where GLSL's is undefined: −∞ at
+// zero, NaN below it, +∞ at +∞. A float64 log is e·ln 2 + log m for
+// x = m·2^e, m in [√½, √2), log m in float32.
 func (e *emitter) log(k kind, x uint32) uint32 {
 	m, t, bt := e.m, e.typ(k), e.m.tBool()
-	r := m.ext(t, glslLog, x)
-	r = m.op(opSelect, t, m.op(opFOrdEqual, bt, x, e.num(k, 0)), e.num(k, math.Inf(-1)), r)
-	return m.op(opSelect, t, m.op(opFOrdGreaterEq, bt, x, e.num(k, 0)), r, e.num(k, math.NaN()))
+	c := func(v float64) uint32 { return e.num(k, v) }
+	var r uint32
+	if k == kF32 {
+		r = m.ext(t, glslLog, x)
+	} else {
+		i32, f32 := m.tInt(32, true), e.typ(kF32)
+		fr := m.ext(m.tStruct("frexp", t, i32), glslFrexpStruct, x)
+		mant, ex := m.op(opCompositeExtr, t, fr, 0), m.op(opCompositeExtr, i32, fr, 1)
+		small := m.op(opFOrdLessThan, bt, mant, c(math.Sqrt2/2))
+		mant = m.op(opSelect, t, small, m.op(opFMul, t, mant, c(2)), mant)
+		ex = m.op(opISub, i32, ex, m.op(opSelect, i32, small, e.ci(1), e.ci(0)))
+		lm := m.op(opFConvert, t, m.ext(f32, glslLog, m.op(opFConvert, f32, mant)))
+		r = m.op(opFAdd, t, lm, m.op(opFMul, t, m.op(opConvertSToF, t, ex), c(math.Ln2)))
+		r = m.op(opSelect, t, m.op(opIsInf, bt, x), x, r)
+	}
+	r = m.op(opSelect, t, m.op(opFOrdEqual, bt, x, c(0)), c(math.Inf(-1)), r)
+	return m.op(opSelect, t, m.op(opFOrdGreaterEq, bt, x, c(0)), r, c(math.NaN()))
 }
 
 // erf of a float32: for |x| < 0.5 its Taylor series to x¹¹, beyond it
@@ -439,26 +491,32 @@ func (e *emitter) erf(x uint32) uint32 {
 	return m.op(opSelect, t, m.op(opFOrdLessThan, bt, ax, c(0.5)), small, big)
 }
 
-// pow of float32s with C's special cases, which GLSL's pow leaves
-// undefined: negative bases with integer exponents, zero bases, unit bases
-// and zero exponents, NaN.
-func (e *emitter) pow(a, b uint32) uint32 {
-	m, t, bt := e.m, e.typ(kF32), e.m.tBool()
-	c := func(v float64) uint32 { return e.num(kF32, v) }
+// pow with C's special cases, which GLSL's pow leaves undefined: negative
+// bases with integer exponents, zero bases, unit bases and zero exponents,
+// NaN. A float64 |a|^b is e^(b·log |a|).
+func (e *emitter) pow(k kind, a, b uint32) uint32 {
+	m, t, bt := e.m, e.typ(k), e.m.tBool()
+	c := func(v float64) uint32 { return e.num(k, v) }
 	sel := func(cond, x, y uint32) uint32 { return m.op(opSelect, t, cond, x, y) }
 	eq := func(x, y uint32) uint32 { return m.op(opFOrdEqual, bt, x, y) }
+	lt := func(x, y uint32) uint32 { return m.op(opFOrdLessThan, bt, x, y) }
 	or := func(x, y uint32) uint32 { return m.op(opLogicalOr, bt, x, y) }
 	and := func(x, y uint32) uint32 { return m.op(opLogicalAnd, bt, x, y) }
 	ax := m.ext(t, glslFAbs, a)
-	r := m.ext(t, glslPow, ax, b)
-	r = sel(eq(ax, c(0)), sel(m.op(opFOrdLessThan, bt, b, c(0)), c(math.Inf(1)), c(0)), r)
+	var r uint32
+	if k == kF32 {
+		r = m.ext(t, glslPow, ax, b)
+	} else {
+		r = e.exp(k, m.op(opFMul, t, b, e.log(k, ax)))
+	}
+	r = sel(eq(ax, c(0)), sel(lt(b, c(0)), c(math.Inf(1)), c(0)), r)
 	integer := eq(m.ext(t, glslFloor, b), b)
 	half := m.op(opFMul, t, b, c(0.5))
 	odd := and(integer, m.op(opFUnordNotEqual, bt, m.ext(t, glslFloor, half), half))
-	zeroNeg := and(eq(a, c(0)), m.op(opFOrdLessThan, bt, m.op(opFDiv, t, c(1), a), c(0)))
-	neg := or(m.op(opFOrdLessThan, bt, a, c(0)), zeroNeg)
+	neg := or(lt(a, c(0)), and(eq(a, c(0)), lt(m.op(opFDiv, t, c(1), a), c(0)))) // −0 too
 	r = sel(and(neg, odd), m.op(opFNegate, t, r), r)
-	r = sel(and(m.op(opFOrdLessThan, bt, a, c(0)), m.op(opLogicalNot, bt, integer)), c(math.NaN()), r)
+	finiteNeg := and(lt(a, c(0)), m.op(opLogicalNot, bt, m.op(opIsInf, bt, a)))
+	r = sel(and(finiteNeg, m.op(opLogicalNot, bt, integer)), c(math.NaN()), r)
 	r = sel(and(eq(ax, c(1)), m.op(opIsInf, bt, b)), c(1), r)
 	r = sel(or(m.op(opIsNan, bt, a), m.op(opIsNan, bt, b)), c(math.NaN()), r)
 	return sel(or(eq(b, c(0)), eq(a, c(1))), c(1), r)
