@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/vulkan/spirv"
 	"github.com/tartanml/tartan/backend/vulkan/vk"
+	"github.com/tartanml/tartan/internal/debug"
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
@@ -100,6 +102,9 @@ func (d *Device) load(p *kir.Program, emit emitFunc) (*Executable, error) {
 			return nil, err
 		}
 		kernels[i] = k
+	}
+	if debug.On("kernels") {
+		debugKernels(d, p, kernels)
 	}
 	e := &Executable{d: d, p: p, layouts: map[int]pipelineLayout{},
 		inputs: map[string]int{}, outputs: map[string]int{}, vars: map[string]int{}}
@@ -269,6 +274,10 @@ func (e *Executable) load(sizes []uint64, kernels []*spirv.Kernel) error {
 // allocation may be, or more storage in all than the device-local heap.
 func (d *Device) checkMemory(p *kir.Program, sizes []uint64) error {
 	pd := d.cand.Device
+	if m := pd.Limits.MaxMemoryAllocationCount; m > 0 && len(sizes)+1 > int(m) {
+		return fmt.Errorf("vulkan: program %q has %d storage slots, more than the %d allocations %s %q allows (one per slot, and a staging buffer)",
+			p.Name, len(sizes), m, d.cand.ID, pd.Name)
+	}
 	var total uint64
 	for s, n := range sizes {
 		total += n
@@ -779,3 +788,24 @@ func slotDescription(p *kir.Program, slot int) string {
 }
 
 var _ backend.Executable = (*Executable)(nil)
+
+// debugKernels prints the emitted shaders when TARTAN_DEBUG lists
+// "kernels": each kernel's bindings, work-group and dispatch.
+func debugKernels(d *Device, p *kir.Program, ks []*spirv.Kernel) {
+	fmt.Fprintf(os.Stderr, "=== Vulkan program %q for %s %q: %d kernels\n", p.Name, d.cand.ID, d.cand.Device.Name, len(ks))
+	for i, k := range ks {
+		loop := ""
+		if l := p.LoopOf(i); l >= 0 {
+			loop = fmt.Sprintf(", loop %d (%d steps)", l, p.Loops[l].Steps)
+		}
+		bs := make([]string, len(k.Bindings))
+		for j, b := range k.Bindings {
+			bs[j] = fmt.Sprintf("b%d", b)
+			if k.Writes[j] {
+				bs[j] += " (written)"
+			}
+		}
+		fmt.Fprintf(os.Stderr, "  %d %s: %d words, bindings %s, work-groups of %v, %v groups%s\n",
+			i, p.Kernels[i].Name, len(k.Words), strings.Join(bs, ", "), k.LocalSize, k.Groups, loop)
+	}
+}
