@@ -170,6 +170,10 @@ type expValue struct {
 	shape  []int
 	native string // channels-last
 	cf     string // channels-first; for rank 2 the same as native
+	// mask, when not "", names the value's step mask as nn keeps it: a
+	// float32 tensor of the value's shape without its last axis (batch
+	// first), 1 at the steps that count and 0 at the masked ones.
+	mask string
 }
 
 // rank is the full rank, with the batch dimension.
@@ -218,7 +222,8 @@ func exportArchitecture(js []byte, weight func(string) (*nn.Array, error), s exp
 	type call struct {
 		layer *expLayer
 		in    []string
-		ref   string
+		name  string // the layer's name
+		k     int    // the call's number, from 0
 	}
 	var calls []call
 	var inputs, outputs []string
@@ -230,7 +235,7 @@ func exportArchitecture(js []byte, weight func(string) (*nn.Array, error), s exp
 		inputs = []string{order[0].name}
 		prev := order[0].name
 		for _, l := range order[1:] {
-			calls = append(calls, call{l, []string{prev}, l.name})
+			calls = append(calls, call{l, []string{prev}, l.name, 0})
 			prev = l.name
 		}
 		outputs = []string{prev}
@@ -242,12 +247,9 @@ func exportArchitecture(js []byte, weight func(string) (*nn.Array, error), s exp
 			if l == nil {
 				return nil, fmt.Errorf("onnx: export of %q: node of unknown layer %q", a.Name, n.Layer)
 			}
-			ref := n.Layer
-			if k := count[n.Layer]; k > 0 {
-				ref += ":" + strconv.Itoa(k)
-			}
+			k := count[n.Layer]
 			count[n.Layer]++
-			calls = append(calls, call{l, n.Inbound, ref})
+			calls = append(calls, call{l, n.Inbound, n.Layer, k})
 		}
 	default:
 		return nil, fmt.Errorf("onnx: export of %q: unknown model class %q", a.Name, a.ClassName)
@@ -280,11 +282,27 @@ func exportArchitecture(js []byte, weight func(string) (*nn.Array, error), s exp
 			}
 			in = append(in, v)
 		}
-		out, err := e.layer(c.layer, in, c.ref)
+		ref := outputRef(c.name, c.k, 0)
+		var outs []*expValue
+		var err error
+		switch {
+		case isRecurrent(c.layer.class):
+			outs, err = e.recurrent(c.layer, in, ref)
+		default:
+			var out *expValue
+			out, err = e.layer(c.layer, in, ref)
+			outs = []*expValue{out}
+			if err == nil {
+				out = passMask(c.layer, in, out)
+				outs[0] = out
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
-		values[c.ref] = out
+		for j, out := range outs {
+			values[outputRef(c.name, c.k, j)] = out
+		}
 	}
 	graphInput := map[string]bool{}
 	for _, n := range inputs {
@@ -643,7 +661,7 @@ func (e *exporter) layer(l *expLayer, in []*expValue, ref string) (*expValue, er
 		return e.convTranspose(l, in, ref)
 	case "SeparableConv2D":
 		return e.separable(l, in, ref)
-	case "RandomFlip", "RandomContrast":
+	case "RandomFlip", "RandomContrast", "RandomTranslation":
 		// Identities outside training, as in nn's Predict.
 		return one()
 	case "RandomCrop":
@@ -830,6 +848,12 @@ func (e *exporter) layer(l *expLayer, in []*expValue, ref string) (*expValue, er
 		return withName(shape, y, cf), nil
 	case "Embedding":
 		return e.embedding(l, in, ref)
+	case "Masking":
+		return e.masking(l, in, ref)
+	case "MultiHeadAttention":
+		return e.attention(l, in, ref)
+	case "PositionEmbedding":
+		return e.positionEmbedding(l, in, ref)
 	}
 	if l.class == "Lambda" {
 		return nil, unsupported("a Lambda layer computes with a Go function, which has no ONNX mapping")
@@ -1033,8 +1057,9 @@ func (e *exporter) layerNorm(l *expLayer, in []*expValue, ref string) (*expValue
 // truncated from float32 and those outside the table giving zero vectors.
 func (e *exporter) embedding(l *expLayer, in []*expValue, ref string) (*expValue, error) {
 	var c struct {
-		InputDim  int `json:"input_dim"`
-		OutputDim int `json:"output_dim"`
+		InputDim  int  `json:"input_dim"`
+		OutputDim int  `json:"output_dim"`
+		MaskZero  bool `json:"mask_zero"`
 	}
 	if err := json.Unmarshal(l.config, &c); err != nil {
 		return nil, fmt.Errorf("onnx: export: layer %s: config: %w", l, err)
@@ -1061,7 +1086,14 @@ func (e *exporter) embedding(l *expLayer, in []*expValue, ref string) (*expValue
 	last := e.initI64(l.name+"/last_axis", []int{1}, []int64{-1})
 	mask = e.node("Unsqueeze", []string{mask, last}, ref+"/mask_column")
 	y := e.node("Mul", []string{rows, mask}, ref)
-	return withName(append(append([]int{}, x.shape...), c.OutputDim), y, false), nil
+	out := withName(append(append([]int{}, x.shape...), c.OutputDim), y, false)
+	if c.MaskZero {
+		// Steps whose truncated index is 0 are masked, as in nn.
+		isZero := e.node("Equal", []string{idx, zero}, ref+"/index_zero")
+		out.mask = e.node("Cast", []string{e.node("Not", []string{isZero}, ref+"/index_nonzero")}, ref+"/step_mask",
+			attrInt("to", int64(pb.TensorProto_FLOAT)))
+	}
+	return out, nil
 }
 
 // softmax adds Softmax or LogSoftmax along axis (of the channels-last
