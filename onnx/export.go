@@ -74,12 +74,36 @@ func FixedBatch(n int) ExportOption {
 // Concatenate, Embedding (Gather, with indices outside the table giving
 // zero vectors as in nn), ZeroPadding1D/2D (Pad), Cropping1D/2D (Slice),
 // UpSampling1D/2D (Resize: nearest rounding down, or linear with
-// half-pixel centres for bilinear), Rescaling (Mul, Add), RandomFlip and
-// RandomContrast (omitted: identities outside training) and RandomCrop
-// (its centred crop: Slice, then a linear Resize where the crop's size
-// differs from the target's). Other layers, Lambda and custom layers among
-// them (they compute with Go code), do not export: Export gives an error
-// naming the layer and its class.
+// half-pixel centres for bilinear), Rescaling (Mul, Add), RandomFlip,
+// RandomContrast and RandomTranslation (omitted: identities outside
+// training), RandomCrop (its centred crop: Slice, then a linear Resize
+// where the crop's size differs from the target's), MultiHeadAttention
+// (MatMul, Add, Reshape and Transpose for the projections and heads, Where
+// for its attention and causal masks, Softmax) and PositionEmbedding (its
+// table's first rows, a Slice, expanded to the input's shape).
+//
+// SimpleRNN, LSTM and GRU export as ONNX's RNN, LSTM and GRU, and
+// Bidirectional around one of them as one node of direction
+// "bidirectional" whose two outputs are merged as merge_mode says. The
+// nodes run time-major (layout 0) between Transposes; Keras's gate order
+// (LSTM i, f, c, o) becomes ONNX's (i, o, f, c), a GRU with reset_after sets
+// linear_before_reset and puts its recurrent bias in Rb, go_backwards reads
+// in reverse and, with return_sequences, returns the sequence in the order
+// read, as Keras does, and return_state adds the final states as further
+// outputs of the call. The activations tanh, sigmoid, relu, softplus,
+// linear (Affine), elu and leaky_relu map to ONNX's recurrent activations;
+// another is an error naming the layer. A step mask (from Masking, or
+// Embedding with mask_zero, passed on as in nn) exports exactly whatever
+// steps it hides: Masking becomes the comparison that finds the masked
+// steps, and a recurrent layer that receives a mask moves each sequence's
+// unmasked steps to its front (TopK, GatherElements), runs on them with
+// sequence_lens their count and reads its outputs back at the original
+// steps (CumSum, GatherElements), a masked step repeating the output before
+// it as in nn (Bidirectional's sequences are zero there, as in nn).
+//
+// Other layers, Lambda and custom layers among them (they compute with Go
+// code), do not export: Export gives an error naming the layer and its
+// class.
 func Export(m *nn.Model, w io.Writer, opts ...ExportOption) error {
 	if m == nil {
 		return fmt.Errorf("onnx: export: nil model")
