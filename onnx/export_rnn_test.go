@@ -23,6 +23,12 @@ import (
 // in turn, an interior and the last step, the first two steps, every step,
 // and none.
 func maskedSteps(steps, features int) func(r *rand.Rand, n int) []float32 {
+	return paddedSteps(steps, features, 0)
+}
+
+// paddedSteps is maskedSteps with padding steps of the given value (and,
+// for a value other than 0, a step where only some features have it).
+func paddedSteps(steps, features int, value float32) func(r *rand.Rand, n int) []float32 {
 	return func(r *rand.Rand, n int) []float32 {
 		v := normal(r, n*steps*features)
 		for s := range n {
@@ -38,7 +44,12 @@ func maskedSteps(steps, features int) func(r *rand.Rand, n int) []float32 {
 				}
 			}
 			for _, t := range zero {
-				clear(v[(s*steps+t)*features : (s*steps+t+1)*features])
+				for f := range features {
+					v[(s*steps+t)*features+f] = value
+				}
+			}
+			if value != 0 && s%4 == 3 {
+				v[(s*steps+2)*features] = value // not masked: one feature only
 			}
 		}
 		return v
@@ -128,6 +139,10 @@ func recurrentCases(t *testing.T) []exportCase {
 	masked("masking_stacked", 6, 3, nn.Dense(4, nn.Activation("tanh")), nn.Dropout(0.2),
 		nn.LSTM(3, nn.ReturnSequences(true)), nn.GRU(2, nn.ReturnSequences(true), nn.GoBackwards(true)), nn.SimpleRNN(2))
 	masked("masking_dropped", 5, 3, nn.Conv1D(3, 1), nn.GRU(2))
+	{
+		m, err := nn.Sequential("masking_value", nn.Input(5, 3), nn.Masking(-1), nn.SimpleRNN(3, nn.ReturnSequences(true), nn.GoBackwards(true)))
+		add("masking_value", m, err, paddedSteps(5, 3, -1))
+	}
 	{
 		m, err := nn.Sequential("embedding_mask_zero", nn.Input(6),
 			nn.Embedding(7, 3, nn.MaskZero(true)),
@@ -508,8 +523,8 @@ for p in sys.argv[1:]:
 }
 
 // TestExportRecurrentOps checks the ONNX operators of the recurrent
-// export: one node per layer (Bidirectional included), the time-major
-// Transposes around it, and the mask's arithmetic only where a mask is.
+// export, one node per layer (Bidirectional included) with the time-major
+// Transposes around it, and of PositionEmbedding and Masking.
 func TestExportRecurrentOps(t *testing.T) {
 	for _, c := range []struct {
 		layer nn.Layer
@@ -519,6 +534,9 @@ func TestExportRecurrentOps(t *testing.T) {
 		{nn.GRU(2, nn.ReturnSequences(true)), []string{"Transpose", "GRU", "Squeeze", "Transpose"}},
 		{nn.SimpleRNN(2, nn.ReturnSequences(true), nn.GoBackwards(true)), []string{"Transpose", "RNN", "Squeeze", "Transpose", "Gather"}},
 		{nn.Bidirectional(nn.LSTM(2)), []string{"Transpose", "LSTM", "Split", "Squeeze", "Squeeze", "Concat"}},
+		{nn.PositionEmbedding(4), []string{"Slice", "Shape", "Expand"}},
+		{nn.PositionEmbedding(3), []string{"Shape", "Expand"}},
+		{nn.Masking(0), []string{"Equal", "Not", "Cast", "ReduceMax", "Mul", "Squeeze"}},
 	} {
 		m, err := nn.Sequential("one", nn.Input(3, 2), c.layer)
 		if err != nil {
