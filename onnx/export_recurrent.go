@@ -422,7 +422,7 @@ func (e *exporter) recurrent(l *expLayer, in []*expValue, ref string) ([]*expVal
 			}
 			y = e.node("Gather", []string{y, e.initI64(l.name+"/reversed_steps", []int{T}, rev)}, ref+"/read_order", attrInt("axis", 1))
 		}
-		out = withName(shape, y, false)
+		out = withName(shape, e.rename(y, ref), false)
 	} else {
 		a, shape := result(0)
 		b, _ := result(1)
@@ -452,6 +452,9 @@ func (e *exporter) recurrent(l *expLayer, in []*expValue, ref string) ([]*expVal
 	}
 	res := []*expValue{out}
 	if cfg.ReturnState {
+		if len(cells) == 1 && !cfg.ReturnSequences {
+			hs[0] = out.native // h, renamed after the layer
+		}
 		for i := range cells {
 			res = append(res, withName([]int{U}, hs[i], false))
 			if class == "LSTM" {
@@ -460,6 +463,28 @@ func (e *exporter) recurrent(l *expLayer, in []*expValue, ref string) ([]*expVal
 		}
 	}
 	return res, nil
+}
+
+// rename gives the value old, and every node's use of it, a fresh name
+// from base, which it returns.
+func (e *exporter) rename(old, base string) string {
+	name := e.fresh(base)
+	for _, n := range e.g.Node {
+		for i, o := range n.Output {
+			if o == old {
+				n.Output[i] = name
+				if n.GetName() == old {
+					n.Name = proto.String(name)
+				}
+			}
+		}
+		for i, in := range n.Input {
+			if in == old {
+				n.Input[i] = name
+			}
+		}
+	}
+	return name
 }
 
 // stepMask computes what the export of a recurrent layer over steps of

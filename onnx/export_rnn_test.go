@@ -549,6 +549,9 @@ func TestExportRecurrentOps(t *testing.T) {
 		if got := opTypes(mp); !slices.Equal(got, c.ops) {
 			t.Errorf("%s: ops %v, want %v", c.layer.ClassName(), got, c.ops)
 		}
+		if got, want := mp.GetGraph().GetOutput()[0].GetName(), c.layer.Name(); got != want {
+			t.Errorf("%s: the output is named %q, want the layer's name %q", c.layer.ClassName(), got, want)
+		}
 		for _, n := range mp.GetGraph().GetNode() {
 			if op := n.GetOpType(); op == "LSTM" || op == "GRU" || op == "RNN" {
 				for _, a := range n.GetAttribute() {
