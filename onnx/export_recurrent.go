@@ -38,25 +38,20 @@ func outputRef(name string, k, j int) string {
 
 // passMask gives out, computed by l from in, the step mask of l's input
 // where nn passes it on: through the layers that keep the steps as they
-// are, when out has no mask of its own. A layer that returned its input
-// unchanged and does not pass the mask gets a copy without it.
+// are, when out has no mask of its own. A layer whose inference form is
+// its input itself (Dropout, the augmentation layers) keeps the mask, as
+// the same tensor does in nn.
 func passMask(l *expLayer, in []*expValue, out *expValue) *expValue {
-	if len(in) != 1 || in[0].mask == "" {
+	if len(in) != 1 || in[0].mask == "" || out == in[0] {
 		return out
 	}
 	x := in[0]
 	switch l.class {
 	case "Dropout", "Activation", "ReLU", "Dense", "LayerNormalization":
-		if out != x && out.mask == "" && len(out.shape) == len(x.shape) && len(x.shape) > 0 &&
+		if out.mask == "" && len(out.shape) == len(x.shape) && len(x.shape) > 0 &&
 			equalInts(out.shape[:len(x.shape)-1], x.shape[:len(x.shape)-1]) {
 			out.mask = x.mask
 		}
-		return out
-	}
-	if out == x {
-		c := *x
-		c.mask = ""
-		return &c
 	}
 	return out
 }

@@ -135,7 +135,7 @@ func recurrentCases(t *testing.T) []exportCase {
 	masked("masking_bidirectional", 5, 3, nn.Bidirectional(nn.LSTM(2, nn.ReturnSequences(true))))
 	masked("masking_bidirectional_last", 5, 3, nn.Bidirectional(nn.GRU(2), nn.MergeMode("sum")))
 	// The mask passes through Dense, Dropout and a recurrent layer's
-	// sequences, and not through RandomFlip's identity.
+	// sequences; a convolution drops it.
 	masked("masking_stacked", 6, 3, nn.Dense(4, nn.Activation("tanh")), nn.Dropout(0.2),
 		nn.LSTM(3, nn.ReturnSequences(true)), nn.GRU(2, nn.ReturnSequences(true), nn.GoBackwards(true)), nn.SimpleRNN(2))
 	masked("masking_dropped", 5, 3, nn.Conv1D(3, 1), nn.GRU(2))
