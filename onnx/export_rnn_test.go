@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -628,4 +629,51 @@ func TestExportRecurrentErrors(t *testing.T) {
 			t.Errorf("%s: got %v, want an error containing %q", c.layer.ClassName(), err, c.want)
 		}
 	}
+}
+
+// evaluatorNodeTests are ONNX's node tests of the operators the recurrent,
+// mask and attention exports use beyond those of the other layers.
+var evaluatorNodeTests = []string{
+	"test_rnn_seq_length", "test_simple_rnn_batchwise", "test_simple_rnn_defaults", "test_simple_rnn_with_initial_bias",
+	"test_gru_batchwise", "test_gru_defaults", "test_gru_seq_length", "test_gru_with_initial_bias",
+	"test_lstm_batchwise", "test_lstm_defaults", "test_lstm_with_initial_bias", "test_lstm_with_peepholes",
+	"test_top_k", "test_top_k_negative_axis", "test_top_k_smallest",
+	"test_gather_elements_0", "test_gather_elements_1", "test_gather_elements_negative_indices",
+	"test_cumsum_1d", "test_cumsum_1d_exclusive", "test_cumsum_1d_reverse", "test_cumsum_1d_reverse_exclusive",
+	"test_cumsum_2d_axis_0", "test_cumsum_2d_axis_1", "test_cumsum_2d_negative_axis",
+	"test_split_equal_parts_1d", "test_split_equal_parts_2d", "test_split_equal_parts_default_axis",
+	"test_split_variable_parts_1d", "test_split_variable_parts_2d", "test_split_variable_parts_default_axis",
+	"test_squeeze", "test_squeeze_negative_axes", "test_expand_dim_changed", "test_expand_dim_unchanged",
+	"test_reduce_sum_default_axes_keepdims_example", "test_reduce_sum_default_axes_keepdims_random",
+	"test_reduce_sum_keepdims_example", "test_reduce_sum_keepdims_random",
+	"test_shape", "test_not_2d", "test_not_3d", "test_not_4d", "test_equal", "test_greater", "test_less",
+	"test_max_example", "test_max_float32", "test_max_int64", "test_max_one_input", "test_max_two_inputs",
+	"test_min_example", "test_min_float32", "test_min_int64", "test_min_one_input", "test_min_two_inputs",
+	"test_where_example", "test_where_long_example", "test_unsqueeze_axis_1", "test_unsqueeze_negative_axes",
+	"test_reduce_max_keepdims_example", "test_transpose_default", "test_transpose_all_permutations_3",
+}
+
+// TestEvaluatorNodeTests checks testdata/torch/eval_onnx.py, the evaluator
+// behind the PyTorch comparisons of the exports, on ONNX's own node tests
+// of RNN, GRU, LSTM and the other operators of evaluatorNodeTests (with
+// testdata/torch/eval_node_tests.py), so that its operators are checked
+// against ONNX's published outputs.
+func TestEvaluatorNodeTests(t *testing.T) {
+	py := pythonWith(t, "onnx", "torch", "numpy")
+	dir := nodeTestDir
+	if d := os.Getenv(nodeTestEnv); d != "" {
+		dir = d
+	}
+	if _, err := os.Stat(filepath.Join(dir, "test_lstm_defaults")); err != nil {
+		t.Skipf("ONNX's node tests are not installed (apt-get install libonnx-testdata, or set %s): %v", nodeTestEnv, err)
+	}
+	out, err := exec.Command(py, append([]string{"testdata/torch/eval_node_tests.py", dir}, evaluatorNodeTests...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("eval_node_tests.py: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(evaluatorNodeTests) {
+		t.Fatalf("eval_node_tests.py printed %d lines for %d tests:\n%s", len(lines), len(evaluatorNodeTests), out)
+	}
+	t.Logf("%d node tests agree with ONNX's outputs, such as %s", len(lines), lines[9])
 }

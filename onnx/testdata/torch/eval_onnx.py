@@ -321,7 +321,7 @@ def cast(x, to):
 OPS = {
     "Identity": lambda x: x,
     "Constant": lambda value: tensor(numpy_helper.to_array(value)),
-    "Transpose": lambda x, perm: x.permute(*perm),
+    "Transpose": lambda x, perm=None: x.permute(*(perm if perm is not None else reversed(range(x.dim())))),
     "Conv": conv,
     "ConvTranspose": conv_transpose,
     "Pad": pad,
