@@ -77,6 +77,7 @@ func compileGraph(g *tile.Graph, t Target) (p *kir.Program, st *stats, err error
 	if err != nil {
 		return nil, nil, err
 	}
+	st.timed("subpixel", func() error { ir = subpixel(ir); return nil })
 	st.nodesOut = len(ir.nodes)
 	p, err = build(ir, t, st)
 	if err != nil {

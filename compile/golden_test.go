@@ -29,6 +29,12 @@ func TestGoldenPrograms(t *testing.T) {
 			g.SetOutput("dI", contract(g, tile.Sum, tile.CombMul, s(2, 5, 5, 3), "n, 2*y + i - 1, 2*x + j - 1, d",
 				[]tile.Operand{opd(dO, "n, y, x, c"), opd(k, "i, j, d, c")}))
 		}},
+		{"conv_stride2_grad_input_even", func(g *tile.Graph) {
+			// Even extents: the gradient splits into four sub-pixel phases.
+			dO, k := g.Input("dO", f32, s(2, 3, 3, 4)), g.Input("k", f32, s(3, 3, 3, 4))
+			g.SetOutput("dI", contract(g, tile.Sum, tile.CombMul, s(2, 6, 6, 3), "n, 2*y + i - 1, 2*x + j - 1, d",
+				[]tile.Operand{opd(dO, "n, y, x, c"), opd(k, "i, j, d, c")}))
+		}},
 		{"maxpool_grad", func(g *tile.Graph) {
 			x, dO := g.Input("x", f32, s(2, 4, 4, 3)), g.Input("dO", f32, s(2, 2, 2, 3))
 			o := contract(g, tile.Max, tile.CombNone, s(2, 2, 2, 3), "n, y, x, c",

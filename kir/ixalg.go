@@ -406,6 +406,11 @@ func (l lin) div(c int, vars []Range) lin {
 		inner := a.arg.add(lin{c: r.c * a.c})
 		return q.add(inner.div(a.c*c, vars))
 	}
+	// ⌊(g·X + R)/(g·m)⌋ = ⌊X/m⌋ when 0 ≤ R < g: the flat index of a
+	// reshape read back along a coarser axis.
+	if big, g, ok := r.factor(c, vars); ok {
+		return q.add(big.div(c/g, vars))
+	}
 	return q.add(atomLin(divAtom(IxFloorDiv, r, c)))
 }
 
@@ -431,11 +436,56 @@ func (l lin) mod(c int, vars []Range) lin {
 		r.c -= c * floorDiv(lo, c)
 		return r
 	}
+	// (g·X + R) mod (g·m) = g·(X mod m) + R when 0 ≤ R < g.
+	if big, g, ok := r.factor(c, vars); ok {
+		rest := r.add(big.scale(-g))
+		return big.mod(c/g, vars).scale(g).add(rest)
+	}
 	// (Y mod m) mod c = Y mod c when c divides m.
 	if len(r.terms) == 1 && r.terms[0].k == 1 && r.c == 0 && r.terms[0].a.op == IxMod && r.terms[0].a.c%c == 0 {
 		return r.terms[0].a.arg.mod(c, vars)
 	}
 	return atomLin(divAtom(IxMod, r, c))
+}
+
+// factor looks for a divisor g of c (1 < g < c) such that l = g·X + R with
+// every term of R of a coefficient not divisible by g and 0 ≤ R < g over the
+// ranges, the largest such g among the common divisors of c and a term's
+// coefficient; it returns X and g.
+func (l lin) factor(c int, vars []Range) (x lin, g int, ok bool) {
+	best := 0
+	for _, t := range l.terms {
+		g := gcd(t.k, c)
+		if g < 2 || g >= c || g <= best {
+			continue
+		}
+		var big, small lin
+		small.c = l.c
+		for _, t := range l.terms {
+			if t.k%g == 0 {
+				big.terms = append(big.terms, lterm{t.a, t.k / g})
+			} else {
+				small.terms = append(small.terms, t)
+			}
+		}
+		if len(small.terms) == 0 {
+			continue
+		}
+		if lo, hi, ok := small.bounds(vars); ok && lo >= 0 && hi < g {
+			x, best = big, g
+		}
+	}
+	return x, best, best > 0
+}
+
+func gcd(a, b int) int {
+	if a < 0 {
+		a = -a
+	}
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 func (l lin) coef(key string) int {

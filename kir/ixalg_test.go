@@ -29,6 +29,9 @@ func TestSimplifyHandWorked(t *testing.T) {
 		{"small range div is constant", IxFloorDivBy(IxSum(v(1), c(4)), 8), "0"},
 		{"small range mod shifts", IxModBy(IxSum(v(1), c(8)), 16), "v1 + 8"},
 		{"negative coefficients", IxSum(IxTimes(v(0), -1), c(3)), "-v0 + 3"},
+		{"div by a common factor", IxFloorDivBy(IxSum(IxTimes(v(0), 8), v(1)), 16), "v0 div 2"},
+		{"mod by a common factor", IxModBy(IxSum(IxTimes(v(0), 8), v(1)), 16), "v1 + 8*(v0 mod 2)"},
+		{"no factor when the rest is too wide", IxFloorDivBy(IxSum(IxTimes(v(0), 8), v(2)), 16), "(8*v0 + v2) div 16"},
 	}
 	for _, tc := range cases {
 		if got := Simplify(tc.x, vars).String(); got != tc.want {

@@ -1,4 +1,5 @@
-// Package onnx reads ONNX models and converts them into tile graphs.
+// Package onnx reads ONNX models and converts them into tile graphs, and
+// writes nn models as ONNX.
 //
 // Load (or Read) decodes a .onnx file into a Model and checks it: the opset
 // imports, the IR version, the graph inputs and outputs with their element
@@ -17,6 +18,16 @@
 // initializers; NNLayer and NNModel use it to make the model an nn layer or
 // model whose float32 initializers are trainable weights, so that nn's Fit
 // fine-tunes an imported network on any device.
+//
+// Export (export*.go) goes the other way: it writes an nn model as an
+// opset-17 model, its weights as initializers, every layer kind of package
+// nn in its inference form, the recurrent layers (Bidirectional, return
+// states and step masks included) as ONNX's RNN, LSTM and GRU, and
+// MultiHeadAttention as the products, masks and softmax it computes (see
+// Export for the mappings). The export tests check every layer kind by
+// running the file through this package's importer and through
+// testdata/torch/eval_onnx.py (a float64 evaluator on PyTorch, written from
+// the ONNX specification), and with ONNX's checker.
 //
 // Model.Graph converts the model into a tile graph. ONNX inputs become tile
 // inputs of the same names, with the shapes Options.Shapes gives for the

@@ -74,12 +74,36 @@ func FixedBatch(n int) ExportOption {
 // Concatenate, Embedding (Gather, with indices outside the table giving
 // zero vectors as in nn), ZeroPadding1D/2D (Pad), Cropping1D/2D (Slice),
 // UpSampling1D/2D (Resize: nearest rounding down, or linear with
-// half-pixel centres for bilinear), Rescaling (Mul, Add), RandomFlip and
-// RandomContrast (omitted: identities outside training) and RandomCrop
-// (its centred crop: Slice, then a linear Resize where the crop's size
-// differs from the target's). Other layers, Lambda and custom layers among
-// them (they compute with Go code), do not export: Export gives an error
-// naming the layer and its class.
+// half-pixel centres for bilinear), Rescaling (Mul, Add), RandomFlip,
+// RandomContrast and RandomTranslation (omitted: identities outside
+// training), RandomCrop (its centred crop: Slice, then a linear Resize
+// where the crop's size differs from the target's), MultiHeadAttention
+// (MatMul, Add, Reshape and Transpose for the projections and heads, Where
+// for its attention and causal masks, Softmax) and PositionEmbedding (its
+// table's first rows, a Slice, expanded to the input's shape).
+//
+// SimpleRNN, LSTM and GRU export as ONNX's RNN, LSTM and GRU, and
+// Bidirectional around one of them as one node of direction
+// "bidirectional" whose two outputs are merged as merge_mode says. The
+// nodes run time-major (layout 0) between Transposes; Keras's gate order
+// (LSTM i, f, c, o) becomes ONNX's (i, o, f, c), a GRU with reset_after sets
+// linear_before_reset and puts its recurrent bias in Rb, go_backwards reads
+// in reverse and, with return_sequences, returns the sequence in the order
+// read, as Keras does, and return_state adds the final states as further
+// outputs of the call. The activations tanh, sigmoid, relu, softplus,
+// linear (Affine), elu and leaky_relu map to ONNX's recurrent activations;
+// another is an error naming the layer. A step mask (from Masking, or
+// Embedding with mask_zero, passed on as in nn) exports exactly whatever
+// steps it hides: Masking becomes the comparison that finds the masked
+// steps, and a recurrent layer that receives a mask moves each sequence's
+// unmasked steps to its front (TopK, GatherElements), runs on them with
+// sequence_lens their count and reads its outputs back at the original
+// steps (CumSum, GatherElements), a masked step repeating the output before
+// it as in nn (Bidirectional's sequences are zero there, as in nn).
+//
+// Other layers, Lambda and custom layers among them (they compute with Go
+// code), do not export: Export gives an error naming the layer and its
+// class.
 func Export(m *nn.Model, w io.Writer, opts ...ExportOption) error {
 	if m == nil {
 		return fmt.Errorf("onnx: export: nil model")
@@ -170,6 +194,10 @@ type expValue struct {
 	shape  []int
 	native string // channels-last
 	cf     string // channels-first; for rank 2 the same as native
+	// mask, when not "", names the value's step mask as nn keeps it: a
+	// float32 tensor of the value's shape without its last axis (batch
+	// first), 1 at the steps that count and 0 at the masked ones.
+	mask string
 }
 
 // rank is the full rank, with the batch dimension.
@@ -218,7 +246,8 @@ func exportArchitecture(js []byte, weight func(string) (*nn.Array, error), s exp
 	type call struct {
 		layer *expLayer
 		in    []string
-		ref   string
+		name  string // the layer's name
+		k     int    // the call's number, from 0
 	}
 	var calls []call
 	var inputs, outputs []string
@@ -230,7 +259,7 @@ func exportArchitecture(js []byte, weight func(string) (*nn.Array, error), s exp
 		inputs = []string{order[0].name}
 		prev := order[0].name
 		for _, l := range order[1:] {
-			calls = append(calls, call{l, []string{prev}, l.name})
+			calls = append(calls, call{l, []string{prev}, l.name, 0})
 			prev = l.name
 		}
 		outputs = []string{prev}
@@ -242,12 +271,9 @@ func exportArchitecture(js []byte, weight func(string) (*nn.Array, error), s exp
 			if l == nil {
 				return nil, fmt.Errorf("onnx: export of %q: node of unknown layer %q", a.Name, n.Layer)
 			}
-			ref := n.Layer
-			if k := count[n.Layer]; k > 0 {
-				ref += ":" + strconv.Itoa(k)
-			}
+			k := count[n.Layer]
 			count[n.Layer]++
-			calls = append(calls, call{l, n.Inbound, ref})
+			calls = append(calls, call{l, n.Inbound, n.Layer, k})
 		}
 	default:
 		return nil, fmt.Errorf("onnx: export of %q: unknown model class %q", a.Name, a.ClassName)
@@ -280,11 +306,27 @@ func exportArchitecture(js []byte, weight func(string) (*nn.Array, error), s exp
 			}
 			in = append(in, v)
 		}
-		out, err := e.layer(c.layer, in, c.ref)
+		ref := outputRef(c.name, c.k, 0)
+		var outs []*expValue
+		var err error
+		switch {
+		case isRecurrent(c.layer.class):
+			outs, err = e.recurrent(c.layer, in, ref)
+		default:
+			var out *expValue
+			out, err = e.layer(c.layer, in, ref)
+			outs = []*expValue{out}
+			if err == nil {
+				out = passMask(c.layer, in, out)
+				outs[0] = out
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
-		values[c.ref] = out
+		for j, out := range outs {
+			values[outputRef(c.name, c.k, j)] = out
+		}
 	}
 	graphInput := map[string]bool{}
 	for _, n := range inputs {
@@ -643,7 +685,7 @@ func (e *exporter) layer(l *expLayer, in []*expValue, ref string) (*expValue, er
 		return e.convTranspose(l, in, ref)
 	case "SeparableConv2D":
 		return e.separable(l, in, ref)
-	case "RandomFlip", "RandomContrast":
+	case "RandomFlip", "RandomContrast", "RandomTranslation":
 		// Identities outside training, as in nn's Predict.
 		return one()
 	case "RandomCrop":
@@ -830,6 +872,12 @@ func (e *exporter) layer(l *expLayer, in []*expValue, ref string) (*expValue, er
 		return withName(shape, y, cf), nil
 	case "Embedding":
 		return e.embedding(l, in, ref)
+	case "Masking":
+		return e.masking(l, in, ref)
+	case "MultiHeadAttention":
+		return e.attention(l, in, ref)
+	case "PositionEmbedding":
+		return e.positionEmbedding(l, in, ref)
 	}
 	if l.class == "Lambda" {
 		return nil, unsupported("a Lambda layer computes with a Go function, which has no ONNX mapping")
@@ -1033,8 +1081,9 @@ func (e *exporter) layerNorm(l *expLayer, in []*expValue, ref string) (*expValue
 // truncated from float32 and those outside the table giving zero vectors.
 func (e *exporter) embedding(l *expLayer, in []*expValue, ref string) (*expValue, error) {
 	var c struct {
-		InputDim  int `json:"input_dim"`
-		OutputDim int `json:"output_dim"`
+		InputDim  int  `json:"input_dim"`
+		OutputDim int  `json:"output_dim"`
+		MaskZero  bool `json:"mask_zero"`
 	}
 	if err := json.Unmarshal(l.config, &c); err != nil {
 		return nil, fmt.Errorf("onnx: export: layer %s: config: %w", l, err)
@@ -1061,7 +1110,14 @@ func (e *exporter) embedding(l *expLayer, in []*expValue, ref string) (*expValue
 	last := e.initI64(l.name+"/last_axis", []int{1}, []int64{-1})
 	mask = e.node("Unsqueeze", []string{mask, last}, ref+"/mask_column")
 	y := e.node("Mul", []string{rows, mask}, ref)
-	return withName(append(append([]int{}, x.shape...), c.OutputDim), y, false), nil
+	out := withName(append(append([]int{}, x.shape...), c.OutputDim), y, false)
+	if c.MaskZero {
+		// Steps whose truncated index is 0 are masked, as in nn.
+		isZero := e.node("Equal", []string{idx, zero}, ref+"/index_zero")
+		out.mask = e.node("Cast", []string{e.node("Not", []string{isZero}, ref+"/index_nonzero")}, ref+"/step_mask",
+			attrInt("to", int64(pb.TensorProto_FLOAT)))
+	}
+	return out, nil
 }
 
 // softmax adds Softmax or LogSoftmax along axis (of the channels-last

@@ -359,10 +359,10 @@ func TestExportErrors(t *testing.T) {
 	noWeights := func(string) (*nn.Array, error) { return nil, os.ErrNotExist }
 	arch := `{"format":"tartan.architecture","version":1,"class_name":"Sequential","name":"m","layers":[
 		{"class_name":"InputLayer","config":{"name":"input_layer","shape":[4,3]}},
-		{"class_name":"LSTM","config":{"name":"lstm","units":8}}]}`
+		{"class_name":"Frobnicate","config":{"name":"frob","units":8}}]}`
 	_, err := exportArchitecture([]byte(arch), noWeights, exportSettings{})
-	if err == nil || !strings.Contains(err.Error(), `layer "lstm" (LSTM) cannot be exported: class LSTM has no ONNX mapping`) {
-		t.Errorf("LSTM: %v", err)
+	if err == nil || !strings.Contains(err.Error(), `layer "frob" (Frobnicate) cannot be exported: class Frobnicate has no ONNX mapping`) {
+		t.Errorf("unknown class: %v", err)
 	}
 	arch = `{"format":"tartan.architecture","version":1,"class_name":"Sequential","name":"m","layers":[
 		{"class_name":"InputLayer","config":{"name":"input_layer","shape":[4]}},
@@ -653,15 +653,15 @@ func TestExportSharedLayer(t *testing.T) {
 	}
 }
 
-// TestExportReimported exports every case of exportCases and
-// layerKindCases, imports the file back through
+// TestExportReimported exports every case of exportCases, layerKindCases
+// and recurrentCases, imports the file back through
 // this package's importer (NNModel, which ONNX's node tests validate
 // independently of the exporter) and checks that it predicts what the nn
 // model does on random inputs, within 1e-5.
 func TestExportReimported(t *testing.T) {
 	dev := reference.New()
 	dir := t.TempDir()
-	for i, c := range append(exportCases(t), layerKindCases(t)...) {
+	for i, c := range slices.Concat(exportCases(t), layerKindCases(t), recurrentCases(t)) {
 		const n = 3
 		r := rand.New(rand.NewSource(int64(50 + i)))
 		x, err := nn.NewArray(c.input(r, n), append([]int{n}, c.model.InputShape()...)...)
@@ -904,10 +904,12 @@ func layerKindCases(t *testing.T) []exportCase {
 }
 
 // TestExportForRuntime writes, for testdata/torch/check_ort.py --dir to
-// run with onnxruntime, every model of exportCases and layerKindCases as
-// NAME.onnx with a random NAME_input.npy and the nn model's Predict for it
-// (on the reference device) as NAME_output.npy, into the directory
-// $TARTAN_ONNX_EXPORT_DIR; without it the test is skipped.
+// run with onnxruntime, every model of exportCases, layerKindCases and
+// recurrentCases as NAME.onnx with a random NAME_input.npy and the nn
+// model's Predict for it (on the reference device) as NAME_output.npy, and
+// every model of multiCases with NAME_input_K.npy and NAME_output_K.npy
+// for its inputs and outputs, into the directory $TARTAN_ONNX_EXPORT_DIR;
+// without it the test is skipped.
 func TestExportForRuntime(t *testing.T) {
 	dir := os.Getenv("TARTAN_ONNX_EXPORT_DIR")
 	if dir == "" {
@@ -917,7 +919,7 @@ func TestExportForRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := reference.New()
-	for i, c := range append(exportCases(t), layerKindCases(t)...) {
+	for i, c := range slices.Concat(exportCases(t), layerKindCases(t), recurrentCases(t)) {
 		const n = 4
 		r := rand.New(rand.NewSource(int64(900 + i)))
 		x, err := nn.NewArray(c.input(r, n), append([]int{n}, c.model.InputShape()...)...)
@@ -948,6 +950,27 @@ func TestExportForRuntime(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+		}
+	}
+	for i, c := range multiCases(t) {
+		xs := c.inputsOf(t, rand.New(rand.NewSource(int64(1900+i))), 4)
+		ys := c.predicted(t, xs)
+		if err := ExportFile(c.model, filepath.Join(dir, c.name+".onnx")); err != nil {
+			t.Fatal(err)
+		}
+		for _, set := range []struct {
+			what string
+			as   []*nn.Array
+		}{{"input", xs}, {"output", ys}} {
+			for k, x := range set.as {
+				a, err := npy.New(x.Shape, slices.Clone(x.Data))
+				if err == nil {
+					err = npy.WriteFile(filepath.Join(dir, c.name+"_"+set.what+"_"+strconv.Itoa(k)+".npy"), a)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}

@@ -268,11 +268,13 @@ func opRecurrent(c *ctx, kind string, gates int, defaults []string) {
 			// keeps its state and outputs zeros.
 			steps := g.Iota(tile.Int64, tile.Shape{seq, batch}, 0)
 			live := g.Reshape(g.Elementwise(tile.Lt, steps, g.BroadcastTo(lens, tile.Shape{seq, batch})), tile.Shape{seq, batch, 1})
-			y = g.Select(live, hn, g.BroadcastTo(g.Scalar(0, dt), hn.Shape()))
-			hn = g.Select(live, hn, hp)
+			// The cell state's next value is built before h's, as without
+			// sequence_lens, so that the two recurrences nest.
 			if cn != nil {
 				cn = g.Select(live, cn, cp)
 			}
+			y = g.Select(live, hn, g.BroadcastTo(g.Scalar(0, dt), hn.Shape()))
+			hn = g.Select(live, hn, hp)
 		}
 		g.CloseRecurrence(hp, hn)
 		last := seq - 1 // the step that ends the sequence

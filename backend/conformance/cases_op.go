@@ -48,6 +48,11 @@ func opCases() []Case {
 		conv("conv/2d_same_even_kernel", tile.Shape{3, 6, 5, 2}, tile.Shape{2, 2, 2, 4}, op.ConvOptions{Padding: same}, op.Conv2D),
 		conv("conv/2d_stride_dilation", tile.Shape{2, 11, 10, 2}, tile.Shape{2, 3, 2, 3}, op.ConvOptions{Strides: []int{2, 1}, Dilation: []int{2}}, op.Conv2D),
 		conv("conv/2d_same_stride", tile.Shape{1, 9, 8, 3}, tile.Shape{3, 3, 3, 2}, op.ConvOptions{Strides: []int{2}, Padding: same}, op.Conv2D),
+		// Overlapping strided windows over even extents: the input
+		// gradients split into sub-pixel phases (compile/subpixel.go).
+		conv("conv/2d_stride2_even", tile.Shape{2, 8, 10, 3}, tile.Shape{3, 3, 3, 4}, op.ConvOptions{Strides: []int{2}, Padding: same}, op.Conv2D),
+		conv("conv/2d_stride3_k5", tile.Shape{1, 12, 9, 2}, tile.Shape{5, 4, 2, 3}, op.ConvOptions{Strides: []int{3}}, op.Conv2D),
+		conv("conv/depthwise_stride2", tile.Shape{2, 8, 6, 3}, tile.Shape{3, 3, 3, 1}, op.ConvOptions{Strides: []int{2}, Padding: same}, op.DepthwiseConv2D),
 		conv("conv/2d_groups", tile.Shape{2, 6, 6, 4}, tile.Shape{3, 3, 2, 6}, op.ConvOptions{Groups: 2, Padding: same}, op.Conv2D),
 		conv("conv/3d", tile.Shape{1, 4, 5, 4, 2}, tile.Shape{2, 3, 2, 2, 3}, op.ConvOptions{}, op.Conv3D),
 		conv("conv/depthwise", tile.Shape{2, 7, 6, 3}, tile.Shape{3, 3, 3, 2}, op.ConvOptions{Padding: same}, op.DepthwiseConv2D),
@@ -55,6 +60,8 @@ func opCases() []Case {
 		pool("pool/max1d", tile.Shape{2, 9, 3}, op.PoolOptions{Size: []int{3}, Strides: []int{2}}, op.MaxPool1D),
 		pool("pool/max2d", tile.Shape{2, 8, 6, 5}, op.PoolOptions{}, op.MaxPool2D),
 		pool("pool/max2d_same", tile.Shape{2, 7, 5, 3}, op.PoolOptions{Size: []int{3}, Strides: []int{2}, Padding: same}, op.MaxPool2D),
+		pool("pool/max2d_same_even", tile.Shape{2, 8, 6, 3}, op.PoolOptions{Size: []int{3}, Strides: []int{2}, Padding: same}, op.MaxPool2D),
+		pool("pool/avg2d_same_even", tile.Shape{2, 6, 8, 2}, op.PoolOptions{Size: []int{3}, Strides: []int{2}, Padding: same}, op.AvgPool2D),
 		pool("pool/avg1d_same", tile.Shape{2, 9, 3}, op.PoolOptions{Size: []int{2}, Padding: same}, op.AvgPool1D),
 		pool("pool/avg2d", tile.Shape{2, 7, 7, 4}, op.PoolOptions{Size: []int{3}, Strides: []int{2}}, op.AvgPool2D),
 		{Name: "pool/global", Grad: true, Build: func(b *Builder) {

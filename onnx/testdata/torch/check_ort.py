@@ -8,7 +8,9 @@ expected ones.
 The first form feeds the inputs in the graph's input order and compares
 output k with the k-th expected array. The second checks every NAME.onnx
 in DIR that has NAME_input.npy and NAME_output.npy beside it (what
-export_models.py and the Go test TestExportForRuntime write). Outputs
+export_models.py and the Go test TestExportForRuntime write), or, for a
+model of several inputs or outputs, NAME_input_0.npy, NAME_input_1.npy, …
+and NAME_output_0.npy, NAME_output_1.npy, … in the graph's orders. Outputs
 agree when |got - want| <= atol + rtol·|want| elementwise (rtol 1e-4,
 atol 1e-5 unless --rtol and --atol say otherwise).
 It runs on onnxruntime's CPU provider unless --cuda is given (then on CUDA
@@ -54,6 +56,14 @@ def check(model, inputs, expected, rtol, atol, providers):
     return ok, "; ".join(worst)
 
 
+def numbered(base, what):
+    """BASE_WHAT_0.npy, BASE_WHAT_1.npy, … as far as they exist."""
+    paths = []
+    while os.path.exists("%s_%s_%d.npy" % (base, what, len(paths))):
+        paths.append("%s_%s_%d.npy" % (base, what, len(paths)))
+    return paths
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("model", nargs="?")
@@ -71,6 +81,10 @@ def main():
             base = m[:-len(".onnx")]
             if os.path.exists(base + "_input.npy") and os.path.exists(base + "_output.npy"):
                 jobs.append((m, [base + "_input.npy"], [base + "_output.npy"]))
+                continue
+            ins, outs = numbered(base, "input"), numbered(base, "output")
+            if ins and outs:
+                jobs.append((m, ins, outs))
     elif a.model:
         jobs.append((a.model, a.input, a.expected))
     else:

@@ -7,12 +7,15 @@
 The first form feeds the inputs (in the graph's input order) and writes
 every graph output k to OUTDIR/output_K.npy as float32. The second
 evaluates every NAME.onnx in DIR that has NAME_input.npy beside it, its
-one input, and writes its first output to NAME_eval.npy there. It knows the operators the Go exporter
-(onnx/export.go) emits, each written here from the ONNX operator
+one input, or NAME_input_0.npy, NAME_input_1.npy, … for several, and
+writes its first output to NAME_eval.npy there (and, for a graph of
+several outputs, output k to NAME_eval_K.npy). It knows the operators the
+Go exporter (onnx/export*.go) emits, each written here from the ONNX operator
 specification (opset 17) on top of torch.nn.functional; any other operator is
 an error. This machine has no ONNX runtime; check_ort.py compares with
 onnxruntime where one exists.
 """
+import functools
 import os
 import sys
 
@@ -142,6 +145,161 @@ def resize(x, roi=None, scales=None, sizes=None, mode="nearest", coordinate_tran
     return x
 
 
+def rnn_activation(name, alpha, beta):
+    """One of the activation functions of ONNX's RNN, GRU and LSTM, with
+    its alpha and beta (None: the function's default)."""
+    name = name.decode() if isinstance(name, bytes) else name
+    a = lambda d: d if alpha is None else alpha
+    b = lambda d: d if beta is None else beta
+    return {
+        "relu": torch.relu,
+        "tanh": torch.tanh,
+        "sigmoid": torch.sigmoid,
+        "affine": lambda x: a(1.0) * x + b(0.0),
+        "leakyrelu": lambda x: torch.where(x < 0, a(0.01) * x, x),
+        "thresholdedrelu": lambda x: torch.where(x > a(1.0), x, torch.zeros_like(x)),
+        "scaledtanh": lambda x: a(1.0) * torch.tanh(b(1.0) * x),
+        "hardsigmoid": lambda x: torch.clamp(a(0.2) * x + b(0.5), 0, 1),
+        "elu": lambda x: torch.where(x < 0, a(1.0) * (torch.exp(x) - 1), x),
+        "softsign": lambda x: x / (1 + torch.abs(x)),
+        "softplus": lambda x: torch.log(torch.exp(x) + 1),
+    }[name.lower()]
+
+
+# The activations that take an alpha and a beta: activation_alpha and
+# activation_beta are consumed by these, in the order of the activations.
+TAKES_ALPHA = {"affine", "leakyrelu", "thresholdedrelu", "scaledtanh", "hardsigmoid", "elu"}
+TAKES_BETA = {"affine", "scaledtanh", "hardsigmoid"}
+
+
+def recurrent(kind, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None,
+              activations=None, activation_alpha=None, activation_beta=None, clip=None,
+              direction=b"forward", hidden_size=None, layout=0, linear_before_reset=0, input_forget=0):
+    """RNN, GRU and LSTM as the ONNX specification defines them, one step
+    at a time: gates of W, R and B in the order i, o, f, c (LSTM) or z, r,
+    h (GRU); a sequence's steps from its length on leave the state as it
+    is and output zeros; the reverse direction reads from the last step
+    (of each sequence's length) to the first."""
+    assert not input_forget, "input_forget is not handled"
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    if layout:
+        X = X.transpose(0, 1)
+        initial_h = None if initial_h is None else initial_h.transpose(0, 1)
+        initial_c = None if initial_c is None else initial_c.transpose(0, 1)
+    seq, batch, _ = X.shape
+    dirs = W.shape[0]
+    hidden = R.shape[-1]
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    defaults = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind]
+    names = activations or defaults * dirs
+    alphas, betas = list(activation_alpha or []), list(activation_beta or [])
+    fns = []
+    for n in names:
+        low = (n.decode() if isinstance(n, bytes) else n).lower()
+        al = alphas.pop(0) if low in TAKES_ALPHA and alphas else None
+        be = betas.pop(0) if low in TAKES_BETA and betas else None
+        fns.append(rnn_activation(n, al, be))
+    lens = torch.full((batch,), seq, dtype=torch.int64) if sequence_lens is None else sequence_lens.to(torch.int64)
+    cl = (lambda v: v) if clip is None else (lambda v: torch.clamp(v, -clip, clip))
+    ys, hs, cs = [], [], []
+    for d in range(dirs):
+        f = fns[d * len(defaults):(d + 1) * len(defaults)]
+        w, r = W[d], R[d]
+        wb = torch.zeros(gates * hidden, dtype=X.dtype) if B is None else B[d][:gates * hidden]
+        rb = torch.zeros(gates * hidden, dtype=X.dtype) if B is None else B[d][gates * hidden:]
+        h = torch.zeros(batch, hidden, dtype=X.dtype) if initial_h is None else initial_h[d]
+        c = torch.zeros(batch, hidden, dtype=X.dtype) if initial_c is None else initial_c[d]
+        p = None if P is None else P[d]
+        blk = lambda v, k: v[..., k * hidden:(k + 1) * hidden]
+        y = torch.zeros(seq, batch, hidden, dtype=X.dtype)
+        backward = direction == "reverse" or (direction == "bidirectional" and d == 1)
+        steps = range(seq - 1, -1, -1) if backward else range(seq)
+        for t in steps:
+            live = (t < lens).reshape(batch, 1)
+            xw = X[t] @ w.T + wb
+            if kind == "RNN":
+                hn = f[0](cl(xw + h @ r.T + rb))
+                cn = c
+            elif kind == "GRU":
+                z = f[0](cl(blk(xw, 0) + h @ blk(r.T, 0) + blk(rb, 0)))
+                rr = f[0](cl(blk(xw, 1) + h @ blk(r.T, 1) + blk(rb, 1)))
+                if linear_before_reset:
+                    hh = f[1](cl(blk(xw, 2) + rr * (h @ blk(r.T, 2) + blk(rb, 2))))
+                else:
+                    hh = f[1](cl(blk(xw, 2) + (rr * h) @ blk(r.T, 2) + blk(rb, 2)))
+                hn = (1 - z) * hh + z * h
+                cn = c
+            else:
+                a = xw + h @ r.T + rb
+                pi, po, pf = (0, 0, 0) if p is None else (p[:hidden], p[hidden:2 * hidden], p[2 * hidden:])
+                i = f[0](cl(blk(a, 0) + pi * c))
+                fg = f[0](cl(blk(a, 2) + pf * c))
+                cc = f[1](cl(blk(a, 3)))
+                cn = fg * c + i * cc
+                o = f[0](cl(blk(a, 1) + po * cn))
+                hn = o * f[2](cn)
+            y[t] = torch.where(live, hn, torch.zeros_like(hn))
+            h = torch.where(live, hn, h)
+            c = torch.where(live, cn, c)
+        ys.append(y)
+        hs.append(h)
+        cs.append(c)
+    Y, Y_h, Y_c = torch.stack(ys, 1), torch.stack(hs, 0), torch.stack(cs, 0)
+    if layout:
+        Y, Y_h, Y_c = Y.permute(2, 0, 1, 3), Y_h.transpose(0, 1), Y_c.transpose(0, 1)
+    return (Y, Y_h, Y_c) if kind == "LSTM" else (Y, Y_h)
+
+
+def split(x, sizes=None, axis=0, _outputs=1):
+    if sizes is None:
+        assert x.shape[axis] % _outputs == 0, "Split of %d into %d equal parts" % (x.shape[axis], _outputs)
+        sizes = [x.shape[axis] // _outputs] * _outputs
+    else:
+        sizes = sizes.tolist()
+    return tuple(torch.split(x, sizes, dim=axis))
+
+
+def squeeze(x, axes=None):
+    if axes is None:
+        return x.squeeze()
+    for a in sorted((int(a) % x.dim() for a in axes.tolist()), reverse=True):
+        assert x.shape[a] == 1, "Squeeze of axis %d of %s" % (a, tuple(x.shape))
+        x = x.squeeze(a)
+    return x
+
+
+def topk(x, k, axis=-1, largest=1, sorted=1):
+    v, i = torch.topk(x, int(k.reshape(-1)[0]), dim=axis, largest=bool(largest), sorted=True)
+    return v, i
+
+
+def gather_elements(x, i, axis=0):
+    i = torch.where(i < 0, i + x.shape[axis], i)
+    return torch.gather(x, axis, i)
+
+
+def cumsum(x, axis, exclusive=0, reverse=0):
+    a = int(axis)
+    if reverse:
+        x = x.flip(a)
+    y = torch.cumsum(x, a)
+    if exclusive:
+        y = y - x
+    return y.flip(a) if reverse else y
+
+
+def reduce_sum(x, axes=None, keepdims=1, noop_with_empty_axes=0):
+    if axes is None or axes.numel() == 0:
+        if noop_with_empty_axes:
+            return x
+        axes = torch.arange(x.dim())
+    return x.sum(dim=tuple(int(a) for a in axes.tolist()), keepdim=bool(keepdims))
+
+
+def expand(x, shape):
+    return x.expand(*torch.broadcast_shapes(tuple(x.shape), tuple(int(d) for d in shape.tolist())))
+
+
 def reshape(x, shape):
     shape = [int(d) for d in shape]
     out = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
@@ -153,6 +311,8 @@ def cast(x, to):
         return x.to(torch.float64)
     if to == onnx.TensorProto.INT64:
         return torch.trunc(x).to(torch.int64) if x.is_floating_point() else x.to(torch.int64)
+    if to == onnx.TensorProto.INT32:
+        return torch.trunc(x).to(torch.int32) if x.is_floating_point() else x.to(torch.int32)
     if to == onnx.TensorProto.BOOL:
         return x != 0
     raise ValueError("Cast to %d is not handled" % to)
@@ -161,7 +321,7 @@ def cast(x, to):
 OPS = {
     "Identity": lambda x: x,
     "Constant": lambda value: tensor(numpy_helper.to_array(value)),
-    "Transpose": lambda x, perm: x.permute(*perm),
+    "Transpose": lambda x, perm=None: x.permute(*(perm if perm is not None else reversed(range(x.dim())))),
     "Conv": conv,
     "ConvTranspose": conv_transpose,
     "Pad": pad,
@@ -183,7 +343,6 @@ OPS = {
     "Sub": torch.sub,
     "Mul": torch.mul,
     "Div": torch.div,
-    "Min": torch.minimum,
     "And": torch.logical_and,
     "Less": torch.lt,
     "GreaterOrEqual": torch.ge,
@@ -207,6 +366,22 @@ OPS = {
     "Gather": lambda x, i, axis=0: torch.index_select(x, axis, i.reshape(-1)).reshape(
         *x.shape[:axis], *i.shape, *x.shape[axis + 1:]),
     "Unsqueeze": lambda x, axes: unsqueeze(x, axes.tolist()),
+    "RNN": lambda *a, **k: recurrent("RNN", *a, **k),
+    "GRU": lambda *a, **k: recurrent("GRU", *a, **k),
+    "LSTM": lambda *a, **k: recurrent("LSTM", *a, **k),
+    "Split": split,
+    "Squeeze": squeeze,
+    "TopK": topk,
+    "GatherElements": gather_elements,
+    "CumSum": cumsum,
+    "ReduceSum": reduce_sum,
+    "Expand": expand,
+    "Shape": lambda x: torch.tensor(list(x.shape), dtype=torch.int64),
+    "Not": torch.logical_not,
+    "Equal": torch.eq,
+    "Greater": torch.gt,
+    "Max": lambda *xs: functools.reduce(torch.maximum, xs),
+    "Min": lambda *xs: functools.reduce(torch.minimum, xs),
 }
 
 
@@ -247,8 +422,15 @@ def evaluate(model, inputs):
         args = [env[i] if i else None for i in node.input]
         while args and args[-1] is None:
             args.pop()
-        out = f(*args, **attrs(node))
-        env[node.output[0]] = out
+        a = attrs(node)
+        if node.op_type == "Split":
+            a["_outputs"] = len(node.output)
+        out = f(*args, **a)
+        if not isinstance(out, tuple):
+            out = (out,)
+        for name, v in zip(node.output, out):
+            if name:
+                env[name] = v
     return [env[o.name] for o in model.graph.output]
 
 
@@ -257,11 +439,21 @@ def main():
         d = sys.argv[2]
         for name in sorted(os.listdir(d)):
             base = os.path.join(d, name[:-len(".onnx")])
-            if not name.endswith(".onnx") or not os.path.exists(base + "_input.npy"):
+            if not name.endswith(".onnx"):
+                continue
+            paths = [base + "_input.npy"]
+            if not os.path.exists(paths[0]):
+                paths = []
+                while os.path.exists("%s_input_%d.npy" % (base, len(paths))):
+                    paths.append("%s_input_%d.npy" % (base, len(paths)))
+            if not paths:
                 continue
             with torch.no_grad():
-                outs = evaluate(onnx.load(os.path.join(d, name)), [np.load(base + "_input.npy")])
+                outs = evaluate(onnx.load(os.path.join(d, name)), [np.load(p) for p in paths])
             np.save(base + "_eval.npy", outs[0].numpy().astype(np.float32))
+            if len(outs) > 1:
+                for k, y in enumerate(outs):
+                    np.save("%s_eval_%d.npy" % (base, k), y.numpy().astype(np.float32))
         return
     if len(sys.argv) < 3:
         sys.exit("usage: eval_onnx.py MODEL.onnx OUTDIR INPUT.npy... or eval_onnx.py --dir DIR")
