@@ -35,6 +35,7 @@ type frame struct {
 	// Scratch of the kernel executors: float64 accumulators, or float32
 	// ones (acc32) for exact aggregations of float32 lanes.
 	acc   []float64
+	wide  []float64 // a wide sum's rows (loopsKernel.reduceOutVec)
 	acc32 []float32
 	tmp32 []float32
 	has   []bool
@@ -44,6 +45,13 @@ type frame struct {
 	// output memory of the chunk, so that the result needs no copy.
 	direct    []float32
 	directReg int
+	// hoisting: a reduction is under way whose body may skip its hoisted
+	// instructions once they were evaluated (hoisted) for the chunk at
+	// hoistS0 of hoistN lanes and hoistRows rows, by program hoistProg.
+	hoisting, hoisted bool
+	hoistS0, hoistN   int
+	hoistRows         int
+	hoistProg         *prog
 }
 
 func newFrame(bufs []*buffer, nvars int, r regs, pack, ints int) *frame {
@@ -51,7 +59,7 @@ func newFrame(bufs []*buffer, nvars int, r regs, pack, ints int) *frame {
 		f: make([][]float32, r.f), fs: make([][]float32, r.f),
 		d: make([][]float64, r.d), ds: make([][]float64, r.d),
 		iv: make([][]int, r.i), mask: make([]bool, chunk),
-		acc: make([]float64, chunk), acc32: make([]float32, chunk), tmp32: make([]float32, chunk), has: make([]bool, chunk),
+		acc: make([]float64, chunk), wide: make([]float64, chunk), acc32: make([]float32, chunk), tmp32: make([]float32, chunk), has: make([]bool, chunk),
 		pack: make([]float32, pack), pk: make([]int, ints)}
 	for i := range fr.fs {
 		fr.fs[i] = make([]float32, chunk)
@@ -207,7 +215,14 @@ func (p *prog) bind(fr *frame) {
 // first; lanes that turn out inactive are cleared.
 func (p *prog) exec(fr *frame, s0, n int) {
 	m := fr.rows * n
+	skip := p.nhoist > 0 && fr.hoisted && fr.hoistProg == p && fr.hoistS0 == s0 && fr.hoistN == n && fr.hoistRows == fr.rows
+	if fr.hoisting && p.nhoist > 0 {
+		fr.hoisted, fr.hoistProg, fr.hoistS0, fr.hoistN, fr.hoistRows = true, p, s0, n, fr.rows
+	}
 	for k := range p.instrs {
+		if skip && p.hoist[k] {
+			continue
+		}
 		in := &p.instrs[k]
 		switch in.op {
 		case opLoad:

@@ -177,6 +177,27 @@ func TestCompiledGraphsMatchInterpreter(t *testing.T) {
 			g.SetOutput("y", op.Softmax(g, op.Flatten(g, h), -1))
 		}},
 		{"showcase_b3", nil},
+		// Batch statistics over rows of reduction points: whole row groups
+		// (W = 32) and a last group of fewer rows (W = 100), the centred
+		// square's mean hoisted out of the reduction loops.
+		{"bn_statistics_w32", func(g *tile.Graph) { bnStatistics(g, tile.Shape{3, 5, 32, 16}) }},
+		{"bn_statistics_w100", func(g *tile.Graph) { bnStatistics(g, tile.Shape{2, 3, 100, 16}) }},
+		// A padded window with a per-channel factor: guarded reduction
+		// points, the factor's load hoisted.
+		{"window_scaled", func(g *tile.Graph) {
+			x := g.Input("x", tile.Float32, tile.Shape{4, 9, 24})
+			b := g.Input("b", tile.Float32, tile.Shape{24})
+			ix := func(s ...string) []tile.Affine {
+				out := make([]tile.Affine, len(s))
+				for i, n := range s {
+					out[i] = tile.Ix(n)
+				}
+				return out
+			}
+			g.SetOutput("y", g.Contract(tile.Sum, tile.CombMul, tile.Shape{4, 9, 24}, ix("n", "i", "c"),
+				[]tile.Operand{{Tensor: x, Index: []tile.Affine{tile.Ix("n"), tile.Ix("i").Plus(tile.Ix("k")).AddConst(-1), tile.Ix("c")}},
+					{Tensor: b, Index: ix("c")}}, tile.Constraint{Expr: tile.Ix("k"), Bound: 3}))
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -191,4 +212,19 @@ func TestCompiledGraphsMatchInterpreter(t *testing.T) {
 			checkProgram(t, d, p, 2, 1)
 		})
 	}
+}
+
+// bnStatistics outputs the per-channel sum of x and of its squared deviation
+// from a given mean, x being [N, H, W, C].
+func bnStatistics(g *tile.Graph, shape tile.Shape) {
+	x := g.Input("x", tile.Float32, shape)
+	m := g.Input("m", tile.Float32, tile.Shape{shape[3]})
+	d := g.Sub(x, m)
+	all := []tile.Affine{tile.Ix("n"), tile.Ix("y"), tile.Ix("x"), tile.Ix("c")}
+	sum := func(t *tile.Tensor) *tile.Tensor {
+		return g.Contract(tile.Sum, tile.CombNone, tile.Shape{shape[3]}, []tile.Affine{tile.Ix("c")},
+			[]tile.Operand{{Tensor: t, Index: all}})
+	}
+	g.SetOutput("s", sum(x))
+	g.SetOutput("v", sum(g.Mul(d, d)))
 }

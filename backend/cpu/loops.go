@@ -102,6 +102,9 @@ func newLoopsKernel(p *kir.Program, k *kir.Kernel, r *regs) *loopsKernel {
 	bb := newBuilder(s, vaxis, progBody, r)
 	bb.where(k.Where)
 	lk.body = bb.value(k.Body)
+	if !lk.redVec {
+		lk.body.markHoist(s.nout)
+	}
 	if k.Epilogue != nil {
 		lk.epi = newBuilder(s, lk.rowAxis, progEpilogue, r).value(k.Epilogue)
 	}
@@ -489,6 +492,10 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 	}
 	fr.vars[first] = rlo
 	b := lk.body
+	// The body's hoisted instructions are evaluated at the first reduction
+	// point only.
+	fr.hoisting, fr.hoisted = true, false
+	defer func() { fr.hoisting, fr.hoisted = false, false }()
 	step := 1
 	if lk.redRows > 1 {
 		step = lk.redRows
@@ -496,6 +503,26 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 	fresh = true
 	m := fr.rows * n
 	multi := fr.rows > 1
+	// wide accumulates the rows of a sum separately (step·n lanes in
+	// float64), so that each reduction point costs one aggregation rather
+	// than one per row; the rows are added into the output lanes in row
+	// order when the loops end.
+	var wide []float64
+	wideUsed := false
+	if step > 1 && lk.agg == tile.Sum && !lk.acc32 && step*n <= len(fr.wide) {
+		wide = fr.wide[:step*n]
+		clear(wide)
+		defer func() {
+			if wideUsed {
+				acc := fr.acc[:n]
+				for r := range step {
+					for i, v := range wide[r*n : (r+1)*n] {
+						acc[i] += v
+					}
+				}
+			}
+		}()
+	}
 	for {
 		if step > 1 {
 			// Rows are the next points of the innermost loop.
@@ -527,6 +554,11 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 				if lk.trackHas {
 					markHas(fr.has[lo:hi], mask)
 				}
+			case mask == nil && wide != nil && rows == step:
+				// Whole rows of a sum: lane by lane into the wide
+				// accumulator, folded into the output lanes at the end.
+				aggregateAt(tile.Sum, wide[:rows*n], fr, b.result, 0, rows*n, nil)
+				wideUsed = true
 			default:
 				for r := range rows {
 					var rm []bool

@@ -137,6 +137,77 @@ type prog struct {
 	// directOK: the result is computed by the last instruction, which no
 	// other instruction reads, so it may write straight to the output.
 	directOK bool
+	// hoist marks the instructions whose lanes depend on no reduction
+	// loop (see markHoist); nhoist counts them.
+	hoist  []bool
+	nhoist int
+}
+
+// markHoist marks the instructions of a body whose results are the same at
+// every point of the reduction loops (loops from first on): direct loads
+// and index forms over output loops only, and the applications and casts
+// of such values and constants. A reduction evaluates them once per work
+// item instead of once per reduction point (see exec): a bias or a batch
+// mean along the channels is loaded once, not at every pixel.
+func (p *prog) markHoist(first int) {
+	p.hoist = make([]bool, len(p.instrs))
+	p.nhoist = 0
+	// fixed values: value registers (lane, reg) and integer registers.
+	fixedV := map[operand]bool{}
+	fixedI := map[int]bool{}
+	for _, c := range p.consts {
+		fixedV[c.op] = true
+	}
+	outerOnly := func(l *axisLin) bool {
+		if len(l.extra) > 0 {
+			return false
+		}
+		for _, t := range l.terms {
+			if t.loop >= first {
+				return false
+			}
+		}
+		for _, t := range l.tabs {
+			if t.loop >= first || t.loop2 >= first {
+				return false
+			}
+		}
+		return true
+	}
+	for k := range p.instrs {
+		in := &p.instrs[k]
+		h := false
+		switch in.op {
+		case opLoad:
+			h = p.axis < first && in.ld.class == loadDirect && !in.ld.skip && outerOnly(&in.ld.flat)
+		case opApply, opCast:
+			h = true
+			n := 1
+			if in.op == opApply {
+				n = in.fn.Arity()
+			}
+			for _, a := range in.args[:n] {
+				h = h && fixedV[a]
+			}
+		case opIxLin:
+			h = p.axis < first && outerOnly(&in.lin)
+		case opIxAdd:
+			h = fixedI[in.ia] && fixedI[in.ib]
+		case opIxMulC, opIxDiv, opIxMod:
+			h = fixedI[in.ia]
+		}
+		if !h {
+			continue
+		}
+		p.hoist[k] = true
+		p.nhoist++
+		switch in.op {
+		case opIxLin, opIxAdd, opIxMulC, opIxDiv, opIxMod:
+			fixedI[in.dst] = true
+		default:
+			fixedV[operand{in.lane, in.dst}] = true
+		}
+	}
 }
 
 // regs counts the registers of every program of one kernel: they share a
