@@ -554,10 +554,10 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 				if lk.trackHas {
 					markHas(fr.has[lo:hi], mask)
 				}
-			case mask == nil && wide != nil && rows == step:
+			case wide != nil && rows == step:
 				// Whole rows of a sum: lane by lane into the wide
 				// accumulator, folded into the output lanes at the end.
-				aggregateAt(tile.Sum, wide[:rows*n], fr, b.result, 0, rows*n, nil)
+				aggregateAt(tile.Sum, wide[:rows*n], fr, b.result, 0, rows*n, mask)
 				wideUsed = true
 			default:
 				for r := range rows {
@@ -762,23 +762,38 @@ func aggregate(a tile.Agg, acc []float64, fr *frame, r operand, m int, mask []bo
 	aggregateAt(a, acc, fr, r, 0, m, mask)
 }
 
-// aggregateAt is aggregate of the m lanes of register r from lane at.
+// aggregateAt is aggregate of the m lanes of register r from lane at. A
+// mask is taken in runs of set lanes, each aggregated as unmasked lanes
+// are: guards of reduction loops mask whole rows or intervals of lanes.
 func aggregateAt(a tile.Agg, acc []float64, fr *frame, r operand, at, m int, mask []bool) {
 	acc = acc[:m]
+	if mask == nil {
+		aggregateRun(a, acc, fr, r, at)
+		return
+	}
+	mask = mask[:m]
+	for i := 0; i < m; {
+		j := i
+		for j < m && mask[j] {
+			j++
+		}
+		if j > i {
+			aggregateRun(a, acc[i:j], fr, r, at+i)
+		}
+		for j < m && !mask[j] {
+			j++
+		}
+		i = j
+	}
+}
+
+// aggregateRun aggregates len(acc) lanes of register r from lane at into acc.
+func aggregateRun(a tile.Agg, acc []float64, fr *frame, r operand, at int) {
+	m := len(acc)
 	if r.lane == laneF {
 		v := fr.f[r.reg][at : at+m]
-		if mask == nil {
-			n := simdAggregateF(a, acc, v)
-			acc, v = acc[n:], v[n:]
-		}
-		if mask != nil {
-			for i, x := range v {
-				if mask[i] {
-					acc[i] = aggOne(a, acc[i], float64(x))
-				}
-			}
-			return
-		}
+		n := simdAggregateF(a, acc, v)
+		acc, v = acc[n:], v[n:]
 		switch a {
 		case tile.Sum:
 			for i, x := range v {
@@ -804,14 +819,6 @@ func aggregateAt(a tile.Agg, acc []float64, fr *frame, r operand, at, m int, mas
 		return
 	}
 	v := fr.d[r.reg][at : at+m]
-	if mask != nil {
-		for i, x := range v {
-			if mask[i] {
-				acc[i] = aggOne(a, acc[i], x)
-			}
-		}
-		return
-	}
 	switch a {
 	case tile.Sum:
 		for i, x := range v {
