@@ -86,7 +86,7 @@ func compileGraph(g *tile.Graph, t Target) (p *kir.Program, st *stats, err error
 	return p, st, nil
 }
 
-// build runs passes 3 to 7 on a simplified graph.
+// build runs passes 4 to 8 on a simplified graph.
 func build(ir *graph, t Target, st *stats) (*kir.Program, error) {
 	var nests []*nest
 	if err := st.timed("lower", func() error {
