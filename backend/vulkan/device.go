@@ -189,6 +189,8 @@ func OpenCandidate(c Candidate, opts ...Option) (*Device, error) {
 		SubgroupSize:     pd.SubgroupSize,
 		Int64:            vd.Enabled.ShaderInt64,
 		Float64:          vd.Enabled.ShaderFloat64,
+		NaNPreserve32:    pd.NaNPreserve32,
+		NaNPreserve64:    pd.NaNPreserve64 && vd.Enabled.ShaderFloat64,
 	}
 	if err := d.chooseMemory(); err != nil {
 		vd.Destroy()

@@ -27,9 +27,10 @@ const (
 	opFOrdGreaterThan, opFOrdLessEqual, opFOrdGreaterEq              = 186, 188, 190
 	opShiftRightLogic, opBitwiseXor                                  = 194, 198
 	opLoopMerge, opSelectionMerge, opLabel, opBranch, opBranchCond   = 246, 247, 248, 249, 250
-	opReturn                                                         = 253
+	opReturn, opExtension                                            = 253, 10
 
 	capShader, capFloat64, capInt64                      = 1, 10, 11
+	capSignedZeroInfNanPreserve                          = 4466
 	scInput, scFunction, scPushConstant, scStorageBuffer = 1, 7, 9, 12
 	decBlock, decArrayStride, decBuiltIn, decAliased     = 2, 6, 11, 20
 	decNonWritable, decBinding, decDescriptorSet         = 24, 33, 34
@@ -58,6 +59,9 @@ type module struct {
 	// The function being built: its Function-class variables (which must
 	// open its first block) and its code after the first label.
 	fvars, code []uint32
+	// preserve lists the float widths whose signed zeros, infinities and
+	// NaNs the module asks to keep (SPV_KHR_float_controls).
+	preserve []uint32
 }
 
 func newModule() *module {
@@ -302,6 +306,9 @@ func (m *module) words(ls [3]int) []uint32 {
 	inst(&fn, opFunctionEnd)
 
 	out := []uint32{0x07230203, 0x00010300, 0, m.bound, 0} // magic, version 1.3, generator, bound
+	if len(m.preserve) > 0 {
+		m.caps[capSignedZeroInfNanPreserve] = true
+	}
 	var caps []int
 	for c := range m.caps {
 		caps = append(caps, int(c))
@@ -310,11 +317,17 @@ func (m *module) words(ls [3]int) []uint32 {
 	for _, c := range caps {
 		inst(&out, opCapability, uint32(c))
 	}
+	if len(m.preserve) > 0 {
+		inst(&out, opExtension, str("SPV_KHR_float_controls")...)
+	}
 	inst(&out, opExtInstImport, append([]uint32{m.glsl}, str("GLSL.std.450")...)...)
 	inst(&out, opMemoryModel, 0, 1)                 // Logical, GLSL450
 	ep := append([]uint32{5, main}, str("main")...) // GLCompute
 	inst(&out, opEntryPoint, append(ep, m.iface...)...)
 	inst(&out, opExecutionMode, main, 17, uint32(ls[0]), uint32(ls[1]), uint32(ls[2])) // LocalSize
+	for _, w := range m.preserve {
+		inst(&out, opExecutionMode, main, 4461, w) // SignedZeroInfNanPreserve
+	}
 	out = append(out, m.names...)
 	out = append(out, m.annots...)
 	out = append(out, m.globals...)

@@ -238,6 +238,15 @@ func (e *emitter) kernel() (*Kernel, error) {
 	if m.caps[capFloat64] && !e.t.Float64 {
 		return nil, fmt.Errorf("needs 64-bit floats (shaderFloat64), which the device lacks")
 	}
+	// NaNs and infinities must survive the driver's compiler: without this
+	// mode a driver may assume there are none and fold select(x <= 0, 0, x)
+	// into a maximum that drops them (NVIDIA's does).
+	if e.t.NaNPreserve32 {
+		m.preserve = append(m.preserve, 32)
+	}
+	if m.caps[capFloat64] && e.t.NaNPreserve64 {
+		m.preserve = append(m.preserve, 64)
+	}
 	res.Words = m.words(res.LocalSize)
 	return res, nil
 }

@@ -84,7 +84,9 @@ func parseModule(words []uint32) (*spvModule, error) {
 		}
 		switch op {
 		case opExecutionMode:
-			m.localSize = [3]int{int(a[2]), int(a[3]), int(a[4])}
+			if a[1] == 17 { // LocalSize; SignedZeroInfNanPreserve changes nothing here
+				m.localSize = [3]int{int(a[2]), int(a[3]), int(a[4])}
+			}
 		case opDecorate:
 			switch a[1] {
 			case decBinding:

@@ -18,6 +18,11 @@ type Target struct {
 	SubgroupSize int
 	// Int64 and Float64 report shaderInt64 and shaderFloat64.
 	Int64, Float64 bool
+	// NaNPreserve32 and NaNPreserve64 report
+	// shaderSignedZeroInfNanPreserveFloat32 and ...Float64 (Vulkan 1.2 or
+	// VK_KHR_shader_float_controls): modules then ask the driver to keep
+	// NaNs and infinities, which IEEE semantics need.
+	NaNPreserve32, NaNPreserve64 bool
 }
 
 // Kernel is one kir kernel as a compute shader, with what the runtime needs

@@ -79,6 +79,9 @@ func (pd *PhysicalDevice) NewDevice(want Features) (*Device, error) {
 	if en.CooperativeMatrix {
 		exts = append(exts, "VK_KHR_cooperative_matrix")
 	}
+	if !v12 && (pd.NaNPreserve32 || pd.NaNPreserve64) && pd.HasExtension("VK_KHR_shader_float_controls") {
+		exts = append(exts, "VK_KHR_shader_float_controls")
+	}
 	var ps pins
 	defer ps.done()
 	feats := physicalDeviceFeatures2{sType: stPhysicalDeviceFeatures2}

@@ -228,6 +228,9 @@ type PhysicalDevice struct {
 	CooperativeMatrix bool
 	CoopMatrixStages  uint32
 	CoopMatrixShapes  []CoopMatrixShape
+	// NaNPreserve32 and NaNPreserve64 report the float-controls properties
+	// shaderSignedZeroInfNanPreserveFloat32 and ...Float64.
+	NaNPreserve32, NaNPreserve64 bool
 
 	MemoryTypes   []MemoryType
 	MemoryHeaps   []MemoryHeap
@@ -328,11 +331,17 @@ func (in *Instance) describe(index int, h PhysicalDeviceHandle) (*PhysicalDevice
 		drv.sType = stPhysicalDeviceDriverProperties
 		*next, next = ptr(&ps, &drv), &drv.pNext
 	}
+	var fc floatControlsProperties
+	if v12 || pd.HasExtension("VK_KHR_shader_float_controls") {
+		fc.sType = stPhysicalDeviceFloatControls
+		*next, next = ptr(&ps, &fc), &fc.pNext
+	}
 	if pd.CooperativeMatrix {
 		cmp.sType = stPhysicalDeviceCoopMatProperties
 		*next = ptr(&ps, &cmp)
 	}
 	call(in.getProps2, uintptr(h), ptr(&ps, &props))
+	pd.NaNPreserve32, pd.NaNPreserve64 = bool32(fc.signedZeroInfNanPreserve[1]), bool32(fc.signedZeroInfNanPreserve[2])
 	pd.fillBase(&props.properties)
 	pd.SubgroupSize = int(sub.subgroupSize)
 	pd.SubgroupStages, pd.SubgroupOperations = sub.supportedStages, sub.supportedOperations

@@ -43,6 +43,7 @@ const (
 	stPhysicalDeviceCoopMatFeatures   uint32 = 1000506000 // VkPhysicalDeviceCooperativeMatrixFeaturesKHR
 	stCooperativeMatrixProperties     uint32 = 1000506001 // VkCooperativeMatrixPropertiesKHR
 	stPhysicalDeviceCoopMatProperties uint32 = 1000506002 // VkPhysicalDeviceCooperativeMatrixPropertiesKHR
+	stPhysicalDeviceFloatControls     uint32 = 1000197000 // VkPhysicalDeviceFloatControlsProperties
 )
 
 // Enumerants and flag bits used by the binding and its callers.
@@ -282,6 +283,17 @@ type physicalDeviceProperties2 struct { // VkPhysicalDeviceProperties2, 840 byte
 	sType      uint32
 	pNext      uintptr
 	properties physicalDeviceProperties
+}
+
+type floatControlsProperties struct { // VkPhysicalDeviceFloatControlsProperties, 88 bytes
+	sType                      uint32
+	pNext                      uintptr
+	denormBehaviorIndependence uint32
+	roundingModeIndependence   uint32
+	// shaderSignedZeroInfNanPreserveFloat16, 32, 64, then the denorm and
+	// rounding-mode flags, 3 each (VkBool32).
+	signedZeroInfNanPreserve [3]uint32
+	rest                     [12]uint32
 }
 
 type subgroupProperties struct { // VkPhysicalDeviceSubgroupProperties, 32 bytes
