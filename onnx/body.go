@@ -147,23 +147,7 @@ func batchBody(s *bodyScope, g *tile.Graph, steps int, bind map[*tile.Tensor]*ti
 	state, next, outs []*tile.Tensor) ([]*tile.Tensor, []bool, error) {
 	b := &batcher{s: s, g: g, steps: steps, m: map[int]*tile.Tensor{}, batched: map[int]bool{}}
 	nodes := s.g.Nodes()
-	need := make([]bool, len(nodes))
-	var mark func(t *tile.Tensor)
-	mark = func(t *tile.Tensor) {
-		if need[t.ID()] {
-			return
-		}
-		need[t.ID()] = true
-		for _, a := range t.Args() {
-			mark(a)
-		}
-		if r, ok := t.Op().(*tile.RecurrenceOp); ok && r.Next() != nil {
-			mark(r.Next())
-		}
-	}
-	for _, o := range outs {
-		mark(o)
-	}
+	need := needed(s, outs)
 	// onCycle: reachable from a state and reaching a next state.
 	from := make([]bool, len(nodes))
 	for _, t := range state {
@@ -188,6 +172,9 @@ func batchBody(s *bodyScope, g *tile.Graph, steps int, bind map[*tile.Tensor]*ti
 	b.onCycle = make([]bool, len(nodes))
 	for i := range nodes {
 		b.onCycle[i] = from[i] && to[i]
+	}
+	if err := checkBody(s, batched, outs); err != nil {
+		return nil, nil, err
 	}
 	for _, n := range nodes {
 		if !need[n.ID()] {
@@ -223,6 +210,78 @@ func batchBody(s *bodyScope, g *tile.Graph, steps int, bind map[*tile.Tensor]*ti
 		res[i], isB[i] = b.m[o.ID()], b.batched[o.ID()]
 	}
 	return res, isB, g.Err()
+}
+
+// needed marks the nodes of s's graph that outs need.
+func needed(s *bodyScope, outs []*tile.Tensor) []bool {
+	need := make([]bool, len(s.g.Nodes()))
+	var mark func(t *tile.Tensor)
+	mark = func(t *tile.Tensor) {
+		if need[t.ID()] {
+			return
+		}
+		need[t.ID()] = true
+		for _, a := range t.Args() {
+			mark(a)
+		}
+		if r, ok := t.Op().(*tile.RecurrenceOp); ok && r.Next() != nil {
+			mark(r.Next())
+		}
+	}
+	for _, o := range outs {
+		mark(o)
+	}
+	return need
+}
+
+// checkBody finds, before anything is built, which nodes of the body that
+// outs need get the steps axis (those that depend on the per-step inputs
+// batched marks) and whether each can have it.
+func checkBody(s *bodyScope, batched map[*tile.Tensor]bool, outs []*tile.Tensor) error {
+	nodes := s.g.Nodes()
+	need := needed(s, outs)
+	flag := make([]bool, len(nodes))
+	var closes [][2]*tile.Tensor
+	for _, n := range nodes {
+		if !need[n.ID()] {
+			continue
+		}
+		if _, ok := n.Op().(*tile.InputOp); ok {
+			if _, outer := s.source[n]; !outer {
+				flag[n.ID()] = batched[n]
+			}
+			continue
+		}
+		anyB := false
+		for _, a := range n.Args() {
+			anyB = anyB || flag[a.ID()]
+		}
+		switch op := n.Op().(type) {
+		case *tile.VariableOp:
+			return fmt.Errorf("internal: body variable %v", n)
+		case *tile.RecurrenceOp:
+			switch {
+			case op.Steps == 1:
+				flag[n.ID()] = anyB
+			case anyB:
+				return fmt.Errorf("a recurrence of the body (%v, an RNN over a sequence, say) starts from a value that changes from step to step", n)
+			default:
+				closes = append(closes, [2]*tile.Tensor{n, op.Next()})
+			}
+		case *tile.RandomOp:
+			if anyB {
+				return fmt.Errorf("random numbers are drawn from a seed that changes from step to step (%v)", n)
+			}
+		default:
+			flag[n.ID()] = anyB
+		}
+	}
+	for _, c := range closes {
+		if flag[c[1].ID()] {
+			return fmt.Errorf("a recurrence of the body (%v, an RNN over a sequence, say) reads values that change from step to step", c[0])
+		}
+	}
+	return nil
 }
 
 func (b *batcher) fail(format string, args ...any) (*tile.Tensor, bool) {

@@ -3,12 +3,15 @@ package onnx
 import (
 	"bytes"
 	"math"
+	"os"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/cpu"
+	"github.com/tartanml/tartan/backend/opencl"
 	"github.com/tartanml/tartan/grad"
 	"github.com/tartanml/tartan/onnx/internal/pb"
 	"github.com/tartanml/tartan/op"
@@ -69,11 +72,59 @@ func run(t *testing.T, tg *tile.Graph, feeds, vars map[string]*tile.Value, withR
 			t.Fatal(err)
 		}
 	}
-	dev := cpu.New(cpu.Cache(false))
-	defer dev.Close()
+	var outs map[string]*tile.Value
+	for i, dev := range loopDevices(t) {
+		got := runOn(t, dev, tg, feeds, vars)
+		if i == 0 {
+			outs = got
+		}
+		for name, g := range got {
+			w, what := want[name], "the reference executor"
+			if i > 0 {
+				w, what = outs[name], "the CPU backend"
+			}
+			if w == nil {
+				continue
+			}
+			for k := range g.Data {
+				if !close32(g.Data[k], w.Data[k]) {
+					t.Fatalf("output %s[%d]: %s gives %v, %s %v", name, k, dev.Info().ID, g.Data[k], what, w.Data[k])
+				}
+			}
+		}
+	}
+	return outs
+}
+
+var (
+	devicesOnce sync.Once
+	devices     []backend.Device
+)
+
+// loopDevices returns the CPU backend and every OpenCL device, opened once
+// for the package's tests.
+func loopDevices(t *testing.T) []backend.Device {
+	devicesOnce.Do(func() {
+		devices = append(devices, cpu.New(cpu.Cache(false)))
+		cs, err := opencl.List()
+		if err != nil {
+			return
+		}
+		for _, c := range cs {
+			if d, err := opencl.OpenCandidate(c, opencl.WithCacheDir(os.TempDir())); err == nil {
+				devices = append(devices, d)
+			}
+		}
+	})
+	return devices
+}
+
+// runOn runs tg on dev and returns its outputs.
+func runOn(t *testing.T, dev backend.Device, tg *tile.Graph, feeds, vars map[string]*tile.Value) map[string]*tile.Value {
+	t.Helper()
 	x, err := dev.Compile(tg)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", dev.Info().ID, err)
 	}
 	defer x.Close()
 	for name, v := range feeds {
@@ -87,7 +138,7 @@ func run(t *testing.T, tg *tile.Graph, feeds, vars map[string]*tile.Value, withR
 		}
 	}
 	if err := x.Run(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", dev.Info().ID, err)
 	}
 	outs := map[string]*tile.Value{}
 	for _, o := range tg.Outputs() {
@@ -95,15 +146,7 @@ func run(t *testing.T, tg *tile.Graph, feeds, vars map[string]*tile.Value, withR
 		if err := x.ReadOutput(o.Name, dst); err != nil {
 			t.Fatal(err)
 		}
-		got := &tile.Value{DType: o.Tensor.DType(), Shape: o.Tensor.Shape(), Data: backend.ToFloat64(dst)}
-		outs[o.Name] = got
-		if w := want[o.Name]; w != nil {
-			for i := range got.Data {
-				if !close32(got.Data[i], w.Data[i]) {
-					t.Fatalf("output %s[%d]: the CPU backend gives %v, the reference executor %v", o.Name, i, got.Data[i], w.Data[i])
-				}
-			}
-		}
+		outs[o.Name] = &tile.Value{DType: o.Tensor.DType(), Shape: o.Tensor.Shape(), Data: backend.ToFloat64(dst)}
 	}
 	return outs
 }
@@ -561,4 +604,214 @@ func TestLoopGradient(t *testing.T) {
 	if nonzero < 3*M-2 {
 		t.Errorf("dx = %v: the gradient does not reach every step", out["dx"].Data)
 	}
+}
+
+// TestLoopStateKinds covers loop-carried values that are not plain
+// recurrences: b passes through unchanged, c takes a's next value, d a's
+// value before the step; y = b·d is scanned.
+func TestLoopStateKinds(t *testing.T) {
+	for _, M := range []int64{1, 7} {
+		body := &pb.GraphProto{
+			Name: proto.String("body"),
+			Node: []*pb.NodeProto{
+				node("Gather", []string{"x", "i"}, []string{"xi"}),
+				node("Add", []string{"a_in", "xi"}, []string{"a_out"}),
+				node("Identity", []string{"b_in"}, []string{"b_out"}),
+				node("Identity", []string{"a_out"}, []string{"c_out"}),
+				node("Identity", []string{"a_in"}, []string{"d_out"}),
+				node("Mul", []string{"b_in", "d_in"}, []string{"y"}),
+				node("Identity", []string{"cond_in"}, []string{"cond_out"}),
+			},
+			Input: []*pb.ValueInfoProto{scalarInfo("i", Int64), scalarInfo("cond_in", Bool),
+				scalarInfo("a_in", Float), scalarInfo("b_in", Float), scalarInfo("c_in", Float), scalarInfo("d_in", Float)},
+			Output: []*pb.ValueInfoProto{scalarInfo("cond_out", Bool),
+				scalarInfo("a_out", Float), scalarInfo("b_out", Float), scalarInfo("c_out", Float), scalarInfo("d_out", Float), scalarInfo("y", Float)},
+		}
+		g := &pb.GraphProto{
+			Name:        proto.String("kinds"),
+			Node:        []*pb.NodeProto{node("Loop", []string{"M", "", "a0", "b0", "c0", "d0"}, []string{"a", "b", "c", "d", "ys"}, graphAttr("body", body))},
+			Initializer: []*pb.TensorProto{int64Tensor("M", nil, M)},
+			Input: []*pb.ValueInfoProto{scalarInfo("a0", Float), scalarInfo("b0", Float), scalarInfo("c0", Float), scalarInfo("d0", Float),
+				info("x", Float, M)},
+			Output: []*pb.ValueInfoProto{scalarInfo("a", Float), scalarInfo("b", Float), scalarInfo("c", Float), scalarInfo("d", Float), info("ys", Float, M)},
+		}
+		_, tg, err := convertModel(t, 13, g, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(tg.Recurrences()); n != 1 {
+			t.Errorf("M=%d: %d recurrences, want 1 (a's)", M, n)
+		}
+		xs := make([]float64, M)
+		for i := range xs {
+			xs[i] = float64(i*i) - 2.5
+		}
+		a, b, c, d := 1.0, 3.0, -7.0, 0.5
+		feeds := map[string]*tile.Value{"a0": val(t, tile.Float32, tile.Shape{}, a), "b0": val(t, tile.Float32, tile.Shape{}, b),
+			"c0": val(t, tile.Float32, tile.Shape{}, c), "d0": val(t, tile.Float32, tile.Shape{}, d), "x": val(t, tile.Float32, tile.Shape{int(M)}, xs...)}
+		out := runBoth(t, tg, feeds, true)
+		var ys []float64
+		for i := range M {
+			ys = append(ys, b*d)
+			a, c, d = a+xs[i], a+xs[i], a
+		}
+		for name, want := range map[string]float64{"a": a, "b": b, "c": c, "d": d} {
+			checkValues(t, name, out[name], tile.Shape{}, []float64{want})
+		}
+		checkValues(t, "ys", out["ys"], tile.Shape{int(M)}, ys)
+	}
+}
+
+// TestLoopIfNaN branches on the loop's state: the branch not taken takes
+// the square root of a negative number, which must not reach the state.
+//
+//	h ← h > 0 ? √h − 2 : −h/2
+func TestLoopIfNaN(t *testing.T) {
+	thenB := &pb.GraphProto{Name: proto.String("then"),
+		Node:        []*pb.NodeProto{node("Sqrt", []string{"h_in"}, []string{"r"}), node("Sub", []string{"r", "two"}, []string{"t1"})},
+		Initializer: []*pb.TensorProto{floatTensor("two", nil, 2)},
+		Output:      []*pb.ValueInfoProto{scalarInfo("t1", Float)}}
+	elseB := &pb.GraphProto{Name: proto.String("else"),
+		Node:        []*pb.NodeProto{node("Mul", []string{"h_in", "mhalf"}, []string{"t2"})},
+		Initializer: []*pb.TensorProto{floatTensor("mhalf", nil, -0.5)},
+		Output:      []*pb.ValueInfoProto{scalarInfo("t2", Float)}}
+	body := &pb.GraphProto{
+		Name: proto.String("body"),
+		Node: []*pb.NodeProto{
+			node("Greater", []string{"h_in", "zero"}, []string{"pos"}),
+			node("If", []string{"pos"}, []string{"h_out"}, graphAttr("then_branch", thenB), graphAttr("else_branch", elseB)),
+			node("Identity", []string{"cond_in"}, []string{"cond_out"}),
+		},
+		Initializer: []*pb.TensorProto{floatTensor("zero", nil, 0)},
+		Input:       []*pb.ValueInfoProto{scalarInfo("i", Int64), scalarInfo("cond_in", Bool), scalarInfo("h_in", Float)},
+		Output:      []*pb.ValueInfoProto{scalarInfo("cond_out", Bool), scalarInfo("h_out", Float), scalarInfo("h_out", Float)},
+	}
+	const M = 40
+	g := &pb.GraphProto{
+		Name:        proto.String("ifnan"),
+		Node:        []*pb.NodeProto{node("Loop", []string{"M", "", "h0"}, []string{"h", "hs"}, graphAttr("body", body))},
+		Initializer: []*pb.TensorProto{int64Tensor("M", nil, M)},
+		Input:       []*pb.ValueInfoProto{scalarInfo("h0", Float)},
+		Output:      []*pb.ValueInfoProto{scalarInfo("h", Float), info("hs", Float, M)},
+	}
+	_, tg, err := convertModel(t, 13, g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runBoth(t, tg, map[string]*tile.Value{"h0": val(t, tile.Float32, tile.Shape{}, 30)}, true)
+	h := float32(30)
+	var hs []float64
+	for range M {
+		if h > 0 {
+			h = float32(math.Sqrt(float64(h))) - 2
+		} else {
+			h *= -0.5
+		}
+		hs = append(hs, float64(h))
+	}
+	checkValues(t, "h", out["h"], tile.Shape{}, []float64{float64(h)})
+	checkValues(t, "hs", out["hs"], tile.Shape{M}, hs)
+	for _, v := range out["hs"].Data {
+		if math.IsNaN(v) {
+			t.Fatalf("a NaN of the branch not taken reached the state: %v", out["hs"].Data)
+		}
+	}
+}
+
+// TestScan8 scans a batch of two sequences with opset 8's Scan (axis 0 a
+// batch, the scan along axis 1, read from its end).
+func TestScan8(t *testing.T) {
+	const B, T = 2, 5
+	body := &pb.GraphProto{
+		Name:   proto.String("body"),
+		Node:   []*pb.NodeProto{node("Mul", []string{"p_in", "x"}, []string{"p_out"}), node("Add", []string{"p_out", "x"}, []string{"y"})},
+		Input:  []*pb.ValueInfoProto{info("p_in", Float, 2), info("x", Float, 2)},
+		Output: []*pb.ValueInfoProto{info("p_out", Float, 2), info("y", Float, 2)},
+	}
+	g := &pb.GraphProto{
+		Name: proto.String("scan8"),
+		Node: []*pb.NodeProto{node("Scan", []string{"", "p0", "xs"}, []string{"p", "ys"}, graphAttr("body", body),
+			intAttr("num_scan_inputs", 1), intsAttr("directions", 1))},
+		Input:  []*pb.ValueInfoProto{info("p0", Float, B, 2), info("xs", Float, B, T, 2)},
+		Output: []*pb.ValueInfoProto{info("p", Float, B, 2), info("ys", Float, B, T, 2)},
+	}
+	_, tg, err := convertModel(t, 8, g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tg.Recurrences()); n != B {
+		t.Errorf("%d recurrences, want %d (one per batch element)", n, B)
+	}
+	xs := make([]float64, B*T*2)
+	for i := range xs {
+		xs[i] = 1 + float64(i%7)/10
+	}
+	p0 := []float64{1, 2, -1, 0.5}
+	out := runBoth(t, tg, map[string]*tile.Value{"p0": val(t, tile.Float32, tile.Shape{B, 2}, p0...), "xs": val(t, tile.Float32, tile.Shape{B, T, 2}, xs...)}, true)
+	p := append([]float64{}, p0...)
+	ys := make([]float64, B*T*2)
+	for b := range B {
+		for s := range T {
+			at := T - 1 - s // read from the end, written in step order
+			for j := range 2 {
+				x := xs[(b*T+at)*2+j]
+				p[b*2+j] = float64(float32(p[b*2+j]) * float32(x))
+				ys[(b*T+s)*2+j] = float64(float32(p[b*2+j]) + float32(x))
+			}
+		}
+	}
+	checkValues(t, "p", out["p"], tile.Shape{B, 2}, p)
+	checkValues(t, "ys", out["ys"], tile.Shape{B, T, 2}, ys)
+}
+
+// TestLoopNested runs a Loop whose body holds a Loop over the outer
+// loop's state: the inner loop is a recurrence of its own, and the outer
+// one is converted once per iteration.
+//
+//	for i < 3: { for j < 4: v ← v·0.5 + i }, s ← s + v
+func TestLoopNested(t *testing.T) {
+	inner := &pb.GraphProto{
+		Name: proto.String("inner"),
+		Node: []*pb.NodeProto{
+			node("Mul", []string{"v_in", "half"}, []string{"vh"}),
+			node("Cast", []string{"i"}, []string{"fi"}, intAttr("to", int64(Float))),
+			node("Add", []string{"vh", "fi"}, []string{"v_out"}),
+			node("Identity", []string{"c_in"}, []string{"c_out"}),
+		},
+		Initializer: []*pb.TensorProto{floatTensor("half", nil, 0.5)},
+		Input:       []*pb.ValueInfoProto{scalarInfo("j", Int64), scalarInfo("c_in", Bool), scalarInfo("v_in", Float)},
+		Output:      []*pb.ValueInfoProto{scalarInfo("c_out", Bool), scalarInfo("v_out", Float)},
+	}
+	outer := &pb.GraphProto{
+		Name: proto.String("outer"),
+		Node: []*pb.NodeProto{
+			node("Loop", []string{"four", "", "v_in"}, []string{"v_out"}, graphAttr("body", inner)),
+			node("Add", []string{"s_in", "v_out"}, []string{"s_out"}),
+			node("Identity", []string{"cond_in"}, []string{"cond_out"}),
+		},
+		Initializer: []*pb.TensorProto{int64Tensor("four", nil, 4)},
+		Input:       []*pb.ValueInfoProto{scalarInfo("i", Int64), scalarInfo("cond_in", Bool), scalarInfo("v_in", Float), scalarInfo("s_in", Float)},
+		Output:      []*pb.ValueInfoProto{scalarInfo("cond_out", Bool), scalarInfo("v_out", Float), scalarInfo("s_out", Float)},
+	}
+	g := &pb.GraphProto{
+		Name:        proto.String("nested"),
+		Node:        []*pb.NodeProto{node("Loop", []string{"three", "", "v0", "s0"}, []string{"v", "s"}, graphAttr("body", outer))},
+		Initializer: []*pb.TensorProto{int64Tensor("three", nil, 3), floatTensor("s0", nil, 0)},
+		Input:       []*pb.ValueInfoProto{scalarInfo("v0", Float)},
+		Output:      []*pb.ValueInfoProto{scalarInfo("v", Float), scalarInfo("s", Float)},
+	}
+	_, tg, err := convertModel(t, 13, g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runBoth(t, tg, map[string]*tile.Value{"v0": val(t, tile.Float32, tile.Shape{}, 8)}, true)
+	v, s := 8.0, 0.0
+	for i := range 3 {
+		for range 4 {
+			v = v*0.5 + float64(i)
+		}
+		s += v
+	}
+	checkValues(t, "v", out["v"], tile.Shape{}, []float64{v})
+	checkValues(t, "s", out["s"], tile.Shape{}, []float64{s})
 }

@@ -739,6 +739,16 @@ func (c *ctx) runSteps(s *bodyScope, steps int, st []stepState, bind map[*tile.T
 	for p := range bind {
 		batched[p] = true
 	}
+	for k, x := range st {
+		batched[x.param] = kind[k] != fixed
+	}
+	want := append(append([]*tile.Tensor{}, outT...), perT...)
+	if cond != nil {
+		want = append(want, cond)
+	}
+	if err := checkBody(s, batched, want); err != nil {
+		return nil, nil, err
+	}
 	var active *tile.Tensor
 	if cond != nil {
 		active = g.Recurrence(condInit, steps, false)
@@ -751,7 +761,7 @@ func (c *ctx) runSteps(s *bodyScope, steps int, st []stepState, bind map[*tile.T
 			bind[x.param] = x.init
 		case recur:
 			rec[k] = g.Recurrence(x.init, steps, false)
-			bind[x.param], batched[x.param] = rec[k], true
+			bind[x.param] = rec[k]
 			stateP, nextP = append(stateP, x.param), append(nextP, outT[k])
 		}
 	}
@@ -777,15 +787,11 @@ func (c *ctx) runSteps(s *bodyScope, steps int, st []stepState, bind map[*tile.T
 		if steps > 1 {
 			first = g.Concat(0, first, rest)
 		}
-		bind[x.param], batched[x.param] = first, true
+		bind[x.param] = first
 		stateP = append(stateP, x.param)
 	}
 	if cond != nil {
 		nextP = append(nextP, cond)
-	}
-	want := append(append([]*tile.Tensor{}, outT...), perT...)
-	if cond != nil {
-		want = append(want, cond)
 	}
 	copies, isB, err := batchBody(s, g, steps, bind, batched, stateP, nextP, want)
 	if err != nil {
