@@ -8,9 +8,41 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// Control flow: If with a condition known when converting (the branch
-// taken is inlined), Loop unrolled over a known number of iterations with
-// conditions known at each, and Scan unrolled over its static sequence.
+// Control flow.
+//
+// If: with a condition known when converting, the branch taken is
+// inlined; with one computed while running, both branches are converted
+// and their outputs selected elementwise (Where), which is exact since
+// branches have no side effects, and keeps a NaN of the branch not taken
+// out of the result. The branches' outputs must then agree in type and
+// shape (sequences in length too); otherwise the error names the output
+// and both shapes, and is a ValueNeededError when fixing graph inputs
+// (Options.Values) would make the condition known.
+//
+// Loop: when every value is known, the iterations are computed while
+// converting, each body on a graph of its own, so nothing is left in the
+// graph. Otherwise, with a trip count M known when converting, the body is
+// converted once for all iterations and becomes one recurrence over M
+// steps (body.go): the loop-carried values are recurrence states (one per
+// value; a value the body passes through stays as it is), the iteration
+// number is a tensor of the step indices, scan outputs are the per-step
+// values stacked, and outer values the body reads are computed once,
+// outside the loop. The graph does not grow with M. A condition computed
+// while running (the initial one or the body's) is a further state,
+// whether the loop still runs: once it fails, the carried values stay as
+// they are, so their final values are exact; scan outputs would then have
+// a length known only while running, which is an error. A body that
+// cannot be converted once for all iterations (one whose shapes depend on
+// the iteration number, as Slice bounds computed from it; one carrying
+// sequences, or values that change shape; a recurrence, such as an RNN
+// over a sequence, started from the loop's state) is converted once per
+// iteration instead, up to maxUnroll iterations, which needs the
+// condition known at each; so is a Loop without a trip count.
+//
+// Scan: likewise one recurrence over the scanned axis, with the scan
+// inputs' axes and directions and the scan outputs' as ONNX defines them
+// (opset 8's Scan: one recurrence per batch element), and converted once
+// per step where that cannot be done.
 
 func init() {
 	for _, op := range []string{"If", "Loop", "Scan", "SequenceMap"} {
