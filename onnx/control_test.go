@@ -815,3 +815,57 @@ func TestLoopNested(t *testing.T) {
 	checkValues(t, "v", out["v"], tile.Shape{}, []float64{v})
 	checkValues(t, "s", out["s"], tile.Shape{}, []float64{s})
 }
+
+// TestLoopEdges: a Loop of no iteration gives its initial values and scan
+// outputs of no rows, shaped as the body says; a body whose Slice bounds
+// come from the iteration number is converted once per iteration when
+// the iterations are few, and is an error naming the node and the Slice
+// when they are too many.
+func TestLoopEdges(t *testing.T) {
+	_, tg, err := convertModel(t, 13, loopModel(0), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range tg.Outputs() {
+		switch o.Name {
+		case "h":
+			if _, ok := o.Tensor.Op().(*tile.InputOp); !ok {
+				t.Errorf("h is %v, not the initial value", o.Tensor)
+			}
+		case "ys":
+			if !o.Tensor.Shape().Equal(tile.Shape{0, 2}) {
+				t.Errorf("ys is %v, want [0 2]", o.Tensor.Shape())
+			}
+		}
+	}
+	slicing := func(m int64) *pb.GraphProto {
+		g := loopModel(m)
+		body := g.Node[0].Attribute[0].G
+		body.Node = append([]*pb.NodeProto{node("Unsqueeze", []string{"i", "axes"}, []string{"i1"}),
+			node("Add", []string{"i1", "one"}, []string{"i2"}),
+			{Name: proto.String("row"), OpType: proto.String("Slice"), Input: []string{"x", "i1", "i2"}, Output: []string{"xr"}},
+			node("Reshape", []string{"xr", "shape"}, []string{"xi"})}, body.Node[1:]...)
+		body.Initializer = append(body.Initializer, int64Tensor("axes", []int64{1}, 0), int64Tensor("one", []int64{1}, 1),
+			int64Tensor("shape", []int64{1}, 2))
+		return g
+	}
+	const M = 5
+	_, tg, err = convertModel(t, 13, slicing(M), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := make([]float64, 2*M)
+	for i := range xs {
+		xs[i] = float64(i)
+	}
+	out := runBoth(t, tg, map[string]*tile.Value{"h0": val(t, tile.Float32, tile.Shape{2}, 1, 1), "x": val(t, tile.Float32, tile.Shape{M, 2}, xs...)}, true)
+	h := []float64{1, 1}
+	for i := range M {
+		for j := range h {
+			h[j] = 0.5*h[j] + xs[2*i+j] + 0.001*float64(i)
+		}
+	}
+	checkValues(t, "h", out["h"], tile.Shape{2}, h)
+	_, _, err = convertModel(t, 13, slicing(maxUnroll+1), Options{})
+	wantErr(t, err, "(Loop)", `"row" (Slice)`, "must be known", "iteration number", "too many to convert one by one")
+}

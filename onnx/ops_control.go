@@ -425,8 +425,11 @@ func opLoop(c *ctx) {
 	c.outs = nil
 	var need *ValueNeededError
 	switch {
-	case errors.As(err, &need) || trips > maxUnroll:
+	case errors.As(err, &need):
 		c.err = err
+		return
+	case trips > maxUnroll:
+		c.err = fmt.Errorf("%w (and %d iterations are too many to convert one by one)", err, trips)
 		return
 	case !condKnown:
 		c.err = c.needing(1, err)
@@ -606,7 +609,7 @@ func (c *ctx) loopSteps(body *pb.GraphProto, trips int64, condIn *value, carried
 		return err
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("converting the body once for all %d iterations, with the iteration number and the loop-carried values known only while running: %w", trips, err)
 	}
 	if len(outs) != 1+len(carried)+nScan {
 		return fmt.Errorf("the body gives %d outputs, not %d", len(outs), 1+len(carried)+nScan)
@@ -983,8 +986,12 @@ func (c *ctx) scan(body *pb.GraphProto, ins []*value, nState, nScanOut int, inAx
 		return outs
 	}
 	var need *ValueNeededError
-	if errors.As(err, &need) || steps > maxUnroll {
+	switch {
+	case errors.As(err, &need):
 		c.err = err
+		return nil
+	case steps > maxUnroll:
+		c.err = fmt.Errorf("%w (and %d steps are too many to convert one by one)", err, steps)
 		return nil
 	}
 	outs = c.scanOnce(body, ins, nState, nScanOut, inAxis, outAxis)
@@ -1051,7 +1058,7 @@ func (c *ctx) scanSteps(body *pb.GraphProto, ins []*value, nState, nScanOut int,
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("converting the body once for all %d steps, with the states and the scan inputs' slices known only while running: %w", steps, err)
 	}
 	if len(outs) != nState+nScanOut {
 		return nil, fmt.Errorf("the body gives %d outputs, not %d", len(outs), nState+nScanOut)
