@@ -869,3 +869,67 @@ func TestLoopEdges(t *testing.T) {
 	_, _, err = convertModel(t, 13, slicing(maxUnroll+1), Options{})
 	wantErr(t, err, "(Loop)", `"row" (Slice)`, "must be known", "iteration number", "too many to convert one by one")
 }
+
+// TestLoopIndexing reads and writes the loop's state at positions that
+// change from step to step: v = buf[p], buf[i mod 4] ← v + 1, p ← (p + 3)
+// mod 4, and s ← s + x[:, i] (a gather along axis 1 at the iteration
+// number).
+func TestLoopIndexing(t *testing.T) {
+	const M = 30
+	body := &pb.GraphProto{
+		Name: proto.String("body"),
+		Node: []*pb.NodeProto{
+			node("Gather", []string{"buf_in", "p_in"}, []string{"v"}),
+			node("Add", []string{"v", "onef"}, []string{"v1"}),
+			node("Mod", []string{"i", "four"}, []string{"at"}),
+			node("Unsqueeze", []string{"at", "axes"}, []string{"at1"}),
+			node("Unsqueeze", []string{"v1", "axes"}, []string{"upd"}),
+			node("ScatterElements", []string{"buf_in", "at1", "upd"}, []string{"buf_out"}),
+			node("Add", []string{"p_in", "three"}, []string{"p3"}),
+			node("Mod", []string{"p3", "four"}, []string{"p_out"}),
+			node("Gather", []string{"x", "i"}, []string{"xi"}, intAttr("axis", 1)),
+			node("Add", []string{"s_in", "xi"}, []string{"s_out"}),
+			node("Identity", []string{"cond_in"}, []string{"cond_out"}),
+		},
+		Initializer: []*pb.TensorProto{floatTensor("onef", nil, 1), int64Tensor("four", nil, 4), int64Tensor("three", nil, 3),
+			int64Tensor("axes", []int64{1}, 0)},
+		Input: []*pb.ValueInfoProto{scalarInfo("i", Int64), scalarInfo("cond_in", Bool), info("buf_in", Float, 4),
+			scalarInfo("p_in", Int64), info("s_in", Float, 2)},
+		Output: []*pb.ValueInfoProto{scalarInfo("cond_out", Bool), info("buf_out", Float, 4), scalarInfo("p_out", Int64),
+			info("s_out", Float, 2), scalarInfo("v", Float)},
+	}
+	g := &pb.GraphProto{
+		Name: proto.String("indexing"),
+		Node: []*pb.NodeProto{node("Loop", []string{"M", "", "buf0", "p0", "s0"}, []string{"buf", "p", "s", "vs"}, graphAttr("body", body))},
+		Initializer: []*pb.TensorProto{int64Tensor("M", nil, M), floatTensor("buf0", []int64{4}, 0.5, -1, 2, 7),
+			int64Tensor("p0", nil, 1), floatTensor("s0", []int64{2}, 0, 0)},
+		Input:  []*pb.ValueInfoProto{info("x", Float, 2, M)},
+		Output: []*pb.ValueInfoProto{info("buf", Float, 4), scalarInfo("p", Int64), info("s", Float, 2), info("vs", Float, M)},
+	}
+	_, tg, err := convertModel(t, 13, g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tg.Recurrences()); n != 3 {
+		t.Errorf("%d recurrences, want 3 (buf, p and s)", n)
+	}
+	xs := make([]float64, 2*M)
+	for i := range xs {
+		xs[i] = float64(i%5) - 1.5
+	}
+	out := runBoth(t, tg, map[string]*tile.Value{"x": val(t, tile.Float32, tile.Shape{2, M}, xs...)}, true)
+	buf, p, s := []float64{0.5, -1, 2, 7}, 1, []float64{0, 0}
+	var vs []float64
+	for i := range M {
+		v := buf[p]
+		vs = append(vs, v)
+		buf[i%4] = v + 1
+		p = (p + 3) % 4
+		s[0] += xs[i]
+		s[1] += xs[M+i]
+	}
+	checkValues(t, "buf", out["buf"], tile.Shape{4}, buf)
+	checkValues(t, "p", out["p"], tile.Shape{}, []float64{float64(p)})
+	checkValues(t, "s", out["s"], tile.Shape{2}, s)
+	checkValues(t, "vs", out["vs"], tile.Shape{M}, vs)
+}
