@@ -604,6 +604,24 @@ func TestLoopGradient(t *testing.T) {
 	if nonzero < 3*M-2 {
 		t.Errorf("dx = %v: the gradient does not reach every step", out["dx"].Data)
 	}
+
+	// The same through Apply, as an nn layer fine-tunes the model: the
+	// weight is a variable of the caller's graph.
+	ag := tile.NewGraph("apply")
+	wv := ag.Variable("w", tile.Float64, tile.Shape{3, 3})
+	res, err := m.Apply(ag, map[string]*tile.Tensor{"h0": ag.Input("h0", tile.Float64, tile.Shape{1, 3}), "x": ag.Input("x", tile.Float64, tile.Shape{M, 1, 3})},
+		map[string]*tile.Tensor{"W": wv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aloss := ag.Add(op.Sum(ag, res["h"], nil, false), op.Sum(ag, ag.Mul(res["ys"], ag.Constant(val(t, tile.Float64, tile.Shape{M}, coef...))), nil, false))
+	worst, where, err = grad.Check(ag, aloss, []*tile.Tensor{wv}, feeds, map[string]*tile.Value{"w": w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if worst > 1e-4 {
+		t.Errorf("gradient through the applied loop: relative error %.3g at %s", worst, where)
+	}
 }
 
 // TestLoopStateKinds covers loop-carried values that are not plain
