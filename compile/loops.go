@@ -296,19 +296,29 @@ func placeLoop(prog *kir.Program, recs []*recurrence, body []*kir.Kernel, root f
 			break
 		}
 	}
+	// What the loop writes: a kernel reading it needs the loop's steps, so
+	// it runs after the loop wherever it was emitted (a reader of one
+	// state that is off that state's cycle may be emitted before the cycle,
+	// when it feeds another recurrence's cycle).
+	var loopWrites []int
+	for i, u := range units {
+		if isIn(u) {
+			loopWrites = append(loopWrites, acc[i].w...)
+		}
+	}
 	var before, inside, after []int
 	for i := first; i < len(units); i++ {
 		if isIn(units[i]) {
 			inside = append(inside, i)
 			continue
 		}
-		needAfter := false
+		needAfter := overlap(acc[i].r, loopWrites)
 		for _, j := range slices.Concat(inside, after) {
 			needAfter = needAfter || conflict(acc[j], acc[i])
 		}
 		needBefore := false
 		for j := i + 1; j < len(units); j++ {
-			needBefore = needBefore || isIn(units[j]) && conflict(acc[i], acc[j])
+			needBefore = needBefore || isIn(units[j]) && (overlap(acc[i].w, acc[j].w) || overlap(acc[i].w, acc[j].r))
 		}
 		switch {
 		case needAfter && needBefore:

@@ -81,3 +81,51 @@ func TestRecurrenceLoops(t *testing.T) {
 		t.Errorf("kernels: %d for 3 steps, %d for 40", counts[0], counts[1])
 	}
 }
+
+// TestLoopStateReadOffCycle checks a reader of one recurrence's state
+// that is off that state's cycle but feeds another recurrence's cycle, and
+// is built before the first cycle's nodes: it runs after the first loop,
+// not before it (where it would read steps not yet computed). a doubles
+// while it stays below 40; b adds a scaled copy of a at each step.
+func TestLoopStateReadOffCycle(t *testing.T) {
+	const T = 9
+	f32 := tile.Float32
+	g := tile.NewGraph("offcycle")
+	a0 := g.Input("a0", f32, tile.Shape{2})
+	b0 := g.Input("b0", f32, tile.Shape{2})
+	a := g.Recurrence(a0, T, false)
+	b := g.Recurrence(b0, T, false)
+	scaled := g.Mul(a, g.ScalarLike(a, 0.5)) // reads a, off a's cycle, built first
+	nb := g.Add(b, scaled)
+	na := g.Select(g.Elementwise(tile.Lt, a, g.ScalarLike(a, 40)), g.Add(a, a), a)
+	g.CloseRecurrence(b, nb)
+	g.CloseRecurrence(a, na)
+	g.SetOutput("a", na)
+	g.SetOutput("b", nb)
+	p, err := Compile(g, Target{Backend: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Loops) != 2 {
+		t.Errorf("%d loops, want 2 (a, then b reading a's steps)\n%v", len(p.Loops), p)
+	}
+	r := newProgRunner(p, nil)
+	got, err := r.run(map[string]*tile.Value{"a0": {DType: f32, Shape: tile.Shape{2}, Data: []float64{1, 3}},
+		"b0": {DType: f32, Shape: tile.Shape{2}, Data: []float64{0, 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Worked by hand: b[t] = b0 + (a[0] + … + a[t]) / 2.
+	for j, a := range []float64{1, 3} {
+		b := []float64{0, 10}[j]
+		for s := range T {
+			b += a / 2
+			if a < 40 {
+				a += a
+			}
+			if got["a"][2*s+j] != a || got["b"][2*s+j] != b {
+				t.Fatalf("step %d, element %d: a = %v, b = %v; want %v, %v", s, j, got["a"][2*s+j], got["b"][2*s+j], a, b)
+			}
+		}
+	}
+}

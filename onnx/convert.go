@@ -94,6 +94,9 @@ type converter struct {
 	env   map[string]*value
 	scope string // names the subgraph being converted, for messages
 	depth int    // how deep subgraphs nest
+	// body is set while a loop's or scan's body is converted on a graph of
+	// its own (g is then that graph; see body.go).
+	body *bodyScope
 }
 
 // Graph converts the model into a tile graph: its inputs become tile inputs
@@ -315,9 +318,21 @@ func (cv *converter) tensor(g *tile.Graph, v *value) *tile.Tensor {
 		}
 		return g.Constant(v.c)
 	}
-	if v.t == nil {
-		v.t = g.Constant(v.c)
+	if v.t != nil {
+		if v.t.Graph() == g {
+			return v.t
+		}
+		if cv.body != nil && cv.body.encloses(v.t.Graph()) {
+			return cv.body.local(v.t)
+		}
 	}
+	switch {
+	case v.c == nil:
+		return g.Errorf("onnx", "internal: a value of another graph is read")
+	case cv.body != nil:
+		return cv.body.constant(v)
+	}
+	v.t = g.Constant(v.c)
 	return v.t
 }
 

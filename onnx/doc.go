@@ -57,8 +57,11 @@
 // ops_signal.go (windows, DFT, STFT, MelWeightMatrix), ops_linalg.go (Det),
 // ops_quant.go (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
 // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv, BitShift),
-// ops_text.go (TfIdfVectorizer over integer tokens), ops_control.go (If on
-// known conditions, Loop and Scan unrolled), ops_sequence.go (sequences of
+// ops_text.go (TfIdfVectorizer over integer tokens), ops_control.go (If,
+// with a condition computed while running a selection between both
+// branches; Loop and Scan, computed while converting when their values are
+// known and otherwise one recurrence over their steps, the body converted
+// once, see body.go), ops_sequence.go (sequences of
 // tensors, held as lists while converting; a sequence graph input or output
 // is one tile input or output per element, see Options.Sequences and
 // Model.ElementName), ops_control.go also holds SequenceMap, ops_known.go (Unique and NonMaxSuppression,
