@@ -56,7 +56,7 @@ const setupHead = `Tartan device setup
  * 1  cpu         cpu         Some CPU  8 GiB   4      
    2  opencl:0:0  cpu-opencl  PoCL      4 GiB   4      
 
-Recommended: cpu Some CPU: Tartan's own CPU backend, 4 cores.
+Recommended: cpu Some CPU: Tartan's own CPU backend, 4 cores; ranked by kind.
 `
 
 const (
