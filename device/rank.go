@@ -175,12 +175,17 @@ func (l Listing) Ranking(e Entry) string {
 	} else if e.Kind == KindGPU || e.Kind == KindIntegratedGPU {
 		hw = "GPU"
 	}
-	return fmt.Sprintf("ranked by measured speed: a training step in %s, against %s on the same %s",
+	return fmt.Sprintf("ranked by measured speed: a training step in %s, against %s (the same %s)",
 		formatDuration(e.Measured.Step), joinAnd(others), hw)
 }
 
 // Reason is e.Why followed by how its place was decided (Ranking).
-func (l Listing) Reason(e Entry) string { return e.Why + "; " + l.Ranking(e) }
+func (l Listing) Reason(e Entry) string {
+	if e.Why == "" {
+		return l.Ranking(e)
+	}
+	return e.Why + "; " + l.Ranking(e)
+}
 
 // joinAnd joins words as "a", "a and b", "a, b and c".
 func joinAnd(s []string) string {
