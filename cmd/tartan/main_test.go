@@ -833,6 +833,7 @@ func TestHostileFlags(t *testing.T) {
 		// devices
 		{name: "devices json not a bool", args: []string{"devices", "--json=maybe"}, code: exitUsage, want: `invalid boolean value "maybe"`},
 		{name: "devices arguments", args: []string{"devices", "x"}, code: exitUsage, want: `devices takes no arguments`},
+		{name: "devices measure not a bool", args: []string{"devices", "--measure=often"}, code: exitUsage, want: `invalid boolean value "often"`},
 		{name: "devices unknown flag", args: []string{"devices", "--all"}, code: exitUsage, want: "flag provided but not defined: -all"},
 		// setup
 		{name: "setup unknown device", args: []string{"setup", "--device", "tpu", "--yes"}, code: exitUsage, want: `unknown device "tpu"`},
