@@ -83,7 +83,7 @@ func Choose(l Listing) Choice {
 	}
 	r := l.Recommended()
 	return Choice{ID: r.ID, Name: r.Name, Source: SourceRecommended,
-		Why: "no device is configured, so a run takes the recommended one (*): " + r.Why}
+		Why: "no device is configured, so a run takes the recommended one (*): " + l.Reason(r)}
 }
 
 // nameOf returns the name of the device with the given id: from l, or the

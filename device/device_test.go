@@ -20,12 +20,13 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// isolate points the config directory at a fresh temporary directory and
-// clears $TARTAN_DEVICE.
+// isolate points the config and cache directories at a fresh temporary
+// directory and clears $TARTAN_DEVICE.
 func isolate(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", dir)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	t.Setenv(EnvDevice, "")
 	return filepath.Join(dir, "tartan", "config.json")
 }

@@ -32,17 +32,31 @@ type Entry struct {
 	Kind string `json:"kind"`
 	// Recommended marks the device Tartan picks when none is configured.
 	Recommended bool `json:"recommended"`
-	// Why explains the device's rank, such as "discrete GPU, 132 compute
-	// units, 140 GiB".
+	// Why explains the device's rank by kind, such as "discrete GPU, 132
+	// compute units, 140 GiB" (Listing.Reason adds how its place was
+	// decided).
 	Why string `json:"why"`
+	// Measured is the device's cached measurement (see Measure), nil when
+	// it has none for its current name and driver.
+	Measured *Measurement `json:"measured,omitempty"`
+	// RankedBy says how the device's place was decided: RankedByKind or
+	// RankedByMeasured.
+	RankedBy string `json:"ranked_by"`
+	// SameHardware lists the other entries that reach the same hardware
+	// (another backend of the same GPU, or the host's CPU).
+	SameHardware []string `json:"same_hardware,omitempty"`
 
 	rank      int
+	order     int    // place, best first (rank)
+	pciVendor uint32 // PCI vendor id, 0 when unknown
+	pciDevice uint32 // PCI device id, 0 when unknown (OpenCL)
 	candidate *opencl.Candidate
 }
 
-// Listing is what List finds: the devices, best first for the recommended
-// one and otherwise in a stable order (cpu, then OpenCL devices in discovery
-// order), and notes on what could not be used.
+// Listing is what List finds: the devices, in a stable order (cpu, then
+// OpenCL devices in discovery order, then Vulkan devices), the best one
+// marked Recommended (Sorted gives them best first), and notes on what
+// could not be used.
 type Listing struct {
 	Devices []Entry  `json:"devices"`
 	Notes   []string `json:"notes,omitempty"`
@@ -90,8 +104,10 @@ var vulkanList = vulkan.List
 // every Vulkan device (a missing OpenCL or Vulkan is noted). Exactly one
 // entry is Recommended: the best by kind (discrete GPU, integrated GPU,
 // Tartan's CPU backend, OpenCL on a CPU), then by compute throughput and
-// memory; a GPU through Vulkan ranks after every GPU through OpenCL, and
-// a CPU through Vulkan last.
+// memory; by kind a GPU through Vulkan ranks after every GPU through
+// OpenCL, and a CPU through Vulkan last. But the backends of the same
+// hardware that have a measurement in the cache (see Measure) are ordered
+// by it. List measures nothing; a damaged cache is noted and ignored.
 func List() Listing {
 	var l Listing
 	cd := cpu.New()
@@ -111,17 +127,14 @@ func List() Listing {
 	for i := range cs {
 		c := cs[i]
 		e := Entry{Info: c.Info(), candidate: &c}
-		classify(&e, c.Device.Info())
+		di := c.Device.Info()
+		classify(&e, di)
+		e.pciVendor = di.VendorID
 		l.Devices = append(l.Devices, e)
 	}
 	l.Devices = append(l.Devices, vulkanEntries(&l)...)
-	best := 0
-	for i, e := range l.Devices {
-		if better(e, l.Devices[best]) {
-			best = i
-		}
-	}
-	l.Devices[best].Recommended = true
+	l.applyCache()
+	rank(l.Devices)
 	if l.Hint == "" && err == nil && !hasGPU(l) {
 		l.Hint = hintNoGPU + installHint
 	}
@@ -204,10 +217,10 @@ func better(a, b Entry) bool {
 	return a.Memory > b.Memory
 }
 
-// Sorted returns the entries best first (stable among equals).
+// Sorted returns the entries best first, as ranked by List.
 func (l Listing) Sorted() []Entry {
 	out := append([]Entry(nil), l.Devices...)
-	sort.SliceStable(out, func(i, j int) bool { return better(out[i], out[j]) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].order < out[j].order })
 	return out
 }
 
@@ -227,7 +240,7 @@ func vulkanEntries(l *Listing) []Entry {
 	}
 	var out []Entry
 	for _, c := range cs {
-		e := Entry{Info: c.Info()}
+		e := Entry{Info: c.Info(), pciVendor: c.Device.VendorID, pciDevice: c.Device.DeviceID}
 		classifyVulkan(&e, c.Device)
 		out = append(out, e)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -31,7 +32,8 @@ const slowRatio = 3
 
 // FormatTable writes the devices as an aligned table, numbered from 1, the
 // recommended one marked with '*', followed by the notes and the install
-// hint.
+// hint. When a device has a measurement, a STEP column shows each one's
+// measured training step.
 func FormatTable(w io.Writer, l Listing) { formatTable(w, l, false, "") }
 
 // FormatTableUsing is FormatTable with the device a run uses (the id
@@ -46,7 +48,12 @@ func formatTable(w io.Writer, l Listing, markUsed bool, used string) {
 	if markUsed {
 		head = "    #"
 	}
-	fmt.Fprintln(tw, head+"\tID\tKIND\tNAME\tMEMORY\tUNITS\t")
+	measured := slices.ContainsFunc(l.Devices, func(e Entry) bool { return e.Measured != nil })
+	head += "\tID\tKIND\tNAME\tMEMORY\tUNITS\t"
+	if measured {
+		head += "STEP\t"
+	}
+	fmt.Fprintln(tw, head)
 	for i, e := range l.Devices {
 		mark := " "
 		if e.Recommended {
@@ -63,7 +70,15 @@ func formatTable(w io.Writer, l Listing, markUsed bool, used string) {
 		if e.ComputeUnits > 0 {
 			units = fmt.Sprint(e.ComputeUnits)
 		}
-		fmt.Fprintf(tw, " %s %d\t%s\t%s\t%s\t%s\t%s\t\n", mark, i+1, e.ID, e.Kind, e.Name, formatBytes(e.Memory), units)
+		fmt.Fprintf(tw, " %s %d\t%s\t%s\t%s\t%s\t%s\t", mark, i+1, e.ID, e.Kind, e.Name, formatBytes(e.Memory), units)
+		if measured {
+			step := "-" // not measured
+			if e.Measured != nil {
+				step = formatDuration(e.Measured.Step)
+			}
+			fmt.Fprintf(tw, "%s\t", step)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	for _, n := range l.Notes {
@@ -107,6 +122,11 @@ const maxAttempts = 5
 // it does when the user declines. It returns the saved configuration;
 // nothing is saved when the check fails.
 //
+// Before listing, Setup measures the training step (Measure) on the
+// devices that reach the same hardware as another and have no measurement
+// in the cache, so that the recommendation among them is by measured
+// speed.
+//
 // When the chosen device is not the recommended one, Setup checks the
 // recommended one too and compares the times of the check's product: if
 // the chosen device is at least slowRatio times slower, it asks whether to
@@ -114,11 +134,27 @@ const maxAttempts = 5
 func Setup(in io.Reader, out io.Writer, opts SetupOptions) (Config, error) {
 	r := bufio.NewReaderSize(in, maxAnswer)
 	l := listDevices()
+	if opts.Device != "" {
+		if _, ok := l.Find(strings.TrimSpace(opts.Device)); !ok {
+			return Config{}, fmt.Errorf("setup: no device %q; devices: %s", opts.Device, l.IDs())
+		}
+	}
 	fmt.Fprintln(out, "Tartan device setup")
 	fmt.Fprintln(out)
+	warnings := opts.Warnings
+	if warnings == nil {
+		warnings = out
+	}
+	if ids := unmeasured(l); len(ids) > 0 {
+		fmt.Fprintf(out, "Measuring %s, on the devices that reach the same hardware:\n", MeasureLine())
+		if _, err := Measure(&l, ids, out); err != nil {
+			fmt.Fprintf(warnings, "tartan: warning: %v\n", err)
+		}
+		fmt.Fprintln(out)
+	}
 	FormatTable(out, l)
 	rec := l.Recommended()
-	fmt.Fprintf(out, "\nRecommended: %s %s: %s.\n", rec.ID, rec.Name, rec.Why)
+	fmt.Fprintf(out, "\nRecommended: %s %s: %s.\n", rec.ID, rec.Name, l.Reason(rec))
 
 	var chosen Entry
 	switch {
@@ -152,8 +188,8 @@ func Setup(in io.Reader, out io.Writer, opts SetupOptions) (Config, error) {
 	}
 	fmt.Fprintf(out, "ok (%s).\n", formatCheck(res))
 
-	// Compare with the recommended device, which List ranks above the
-	// others without measuring them.
+	// Compare with the recommended device, which List may have ranked
+	// above the chosen one by kind alone.
 	var slow string
 	if rec.ID != chosen.ID {
 		fmt.Fprintf(out, "Checking the recommended %s %s to compare... ", rec.ID, rec.Name)
@@ -177,11 +213,7 @@ func Setup(in io.Reader, out io.Writer, opts SetupOptions) (Config, error) {
 	}
 	switch {
 	case slow != "" && opts.Yes:
-		w := opts.Warnings
-		if w == nil {
-			w = out
-		}
-		fmt.Fprintf(w, "tartan: warning: %s; saving it as --device and --yes ask (tartan setup --device %s --yes saves the faster one)\n", slow, rec.ID)
+		fmt.Fprintf(warnings, "tartan: warning: %s; saving it as --device and --yes ask (tartan setup --device %s --yes saves the faster one)\n", slow, rec.ID)
 	case slow != "":
 		q := yesNo{
 			question: fmt.Sprintf("%s.\nSave %s as the default device in %s anyway? [y/N]: ", slow, chosen.ID, path),
@@ -202,6 +234,20 @@ func Setup(in io.Reader, out io.Writer, opts SetupOptions) (Config, error) {
 	}
 	fmt.Fprintf(out, "Saved: Tartan now uses %s (%s). Override with --device ID or $%s.\n", chosen.ID, chosen.Name, EnvDevice)
 	return cfg, nil
+}
+
+// unmeasured lists the devices of l that Setup measures: those that reach
+// the same hardware as another (where the measurement decides their
+// order), can be used, and have no measurement for their name and driver
+// in the cache.
+func unmeasured(l Listing) []string {
+	var ids []string
+	for _, e := range l.Devices {
+		if len(e.SameHardware) > 0 && e.rank > 0 && e.Measured == nil {
+			ids = append(ids, e.ID)
+		}
+	}
+	return ids
 }
 
 // Hooks that tests replace: the listing Setup offers, and the check it

@@ -56,7 +56,7 @@ const setupHead = `Tartan device setup
  * 1  cpu         cpu         Some CPU  8 GiB   4      
    2  opencl:0:0  cpu-opencl  PoCL      4 GiB   4      
 
-Recommended: cpu Some CPU: Tartan's own CPU backend, 4 cores.
+Recommended: cpu Some CPU: Tartan's own CPU backend, 4 cores; ranked by kind.
 `
 
 const (
@@ -193,5 +193,57 @@ func TestFormatDurationAndRatio(t *testing.T) {
 		if got := formatRatio(x); got != want {
 			t.Errorf("formatRatio(%v) = %q, want %q", x, got, want)
 		}
+	}
+}
+
+// TestSetupMeasuresSharedHardware checks that setup measures the backends
+// of the same hardware that have no cached figure, recommends by the
+// figures, and measures nothing again while the cache holds them.
+func TestSetupMeasuresSharedHardware(t *testing.T) {
+	path := isolate(t)
+	oldList := listDevices
+	t.Cleanup(func() { listDevices = oldList })
+	listDevices = func() Listing {
+		l := hostCPU()
+		l.Devices[0].Why = "Tartan's own CPU backend, 2 cores"
+		l.Devices[1].Why = "a CPU through OpenCL"
+		l.applyCache()
+		rank(l.Devices)
+		return l
+	}
+	fakeMeasure(t, map[string]int{"cpu": 300, "opencl:1:0": 200, "vulkan:1": 15000})
+	var out bytes.Buffer
+	cfg, err := Setup(strings.NewReader(""), &out, SetupOptions{Yes: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"Measuring a training step of 4.4 MFLOP (a 64×256 batch through dense layers of 64 and 10 units, softmax cross-entropy, SGD), the median of up to 31 runs after a warm-up run checked against the reference, on the devices that reach the same hardware:\n" +
+			"  cpu         300 µs a step (14.8 GFLOP/s, median of 31 runs)\n" +
+			"  opencl:1:0  200 µs a step (22.2 GFLOP/s, median of 31 runs)\n" +
+			"  vulkan:1    15 ms a step (0.3 GFLOP/s, median of 31 runs)\n",
+		"STEP",
+		"Recommended: opencl:1:0 pthread-znver3: a CPU through OpenCL",
+		"; ranked by measured speed: a training step in 200 µs, against 300 µs on cpu and 15 ms on vulkan:1 (the same CPU).\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if cfg.Device != "opencl:1:0" {
+		t.Errorf("saved %+v, want the measured fastest", cfg)
+	}
+	if c, err := loadConfig(path); err != nil || c.Device != "opencl:1:0" {
+		t.Errorf("config file %+v, %v", c, err)
+	}
+	// Again: the figures come from the cache.
+	fakeMeasure(t, nil) // would fail every device
+	out.Reset()
+	if _, err := Setup(strings.NewReader(""), &out, SetupOptions{Device: "cpu", Yes: true}); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "Measuring") || !strings.Contains(out.String(), "Recommended: opencl:1:0") {
+		t.Errorf("the second setup:\n%s", out.String())
 	}
 }

@@ -43,11 +43,12 @@ func openDevice(flagValue string, stderr io.Writer) (backend.Device, device.Sele
 }
 
 // devicesCommand lists the devices, the one a run uses and why, and the
-// recommended one.
+// recommended one; with --measure it measures every device first.
 func devicesCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tartan devices", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the list as JSON")
+	measure := fs.Bool("measure", false, "measure a training step on every device first, cache the figures and rank the backends of the same hardware by them")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -58,14 +59,36 @@ func devicesCommand(args []string, stdout, stderr io.Writer) error {
 		return usageError("devices takes no arguments, got %q", fs.Args())
 	}
 	l := device.List()
+	var measureErr error
+	if *measure {
+		progress := stdout
+		if *asJSON {
+			progress = stderr
+		}
+		var ids []string
+		for _, e := range l.Devices {
+			ids = append(ids, e.ID)
+		}
+		fmt.Fprintf(progress, "Measuring %s, on each device:\n", device.MeasureLine())
+		_, measureErr = device.Measure(&l, ids, progress)
+		if measureErr == nil {
+			if path, err := device.MeasureCachePath(); err == nil {
+				fmt.Fprintf(progress, "Saved in %s.\n", path)
+			}
+		}
+		fmt.Fprintln(progress)
+	}
 	c := device.Choose(l)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		if err := enc.Encode(struct {
 			device.Listing
 			Chosen device.Choice `json:"chosen"`
-		}{l, c})
+		}{l, c}); err != nil {
+			return err
+		}
+		return measureErr
 	}
 	used := c.ID
 	if c.Error != "" {
@@ -82,13 +105,13 @@ func devicesCommand(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  warning: %s.\n", c.Warning)
 	}
 	if r := l.Recommended(); c.Source != device.SourceRecommended {
-		fmt.Fprintf(stdout, "* Recommended: %s (%s): %s.\n", r.ID, r.Name, r.Why)
+		fmt.Fprintf(stdout, "* Recommended: %s (%s): %s.\n", r.ID, r.Name, l.Reason(r))
 	}
 	fmt.Fprintf(stdout, "Choose with --device ID for one run, %s=ID for a shell, or tartan setup for the default.\n", device.EnvDevice)
 	if l.Hint != "" {
 		fmt.Fprintf(stdout, "\n%s\n", l.Hint)
 	}
-	return nil
+	return measureErr
 }
 
 // setupCommand chooses the default device, checks it and saves the choice:

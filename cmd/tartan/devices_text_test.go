@@ -33,7 +33,8 @@ func cliWithoutOpenCL(t *testing.T, dir, envDevice string, args ...string) (int,
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDevicesHelperProcess$")
 	cmd.Env = append(os.Environ(), envCLIArgs+"="+strings.Join(args, "\x1f"),
-		"TARTAN_OPENCL_LIBRARY="+missingLibrary, "TARTAN_VULKAN_LIBRARY="+missingVulkan, "XDG_CONFIG_HOME="+dir, "TARTAN_DEVICE="+envDevice)
+		"TARTAN_OPENCL_LIBRARY="+missingLibrary, "TARTAN_VULKAN_LIBRARY="+missingVulkan, "XDG_CONFIG_HOME="+dir,
+		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "TARTAN_DEVICE="+envDevice)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -114,7 +115,7 @@ func TestDevicesWithoutOpenCL(t *testing.T) {
 	want := cpuTable(">*") +
 		"   note: no OpenCL platform found; tried:\n" +
 		dlopenLine(t, out) + "\n" + vulkanLine(t, out) + "\n\n" +
-		fmt.Sprintf("> A run uses cpu (%s): no device is configured, so a run takes the recommended one (*): Tartan's own CPU backend, %d cores.\n", i.Name, i.ComputeUnits) +
+		fmt.Sprintf("> A run uses cpu (%s): no device is configured, so a run takes the recommended one (*): Tartan's own CPU backend, %d cores; ranked by kind.\n", i.Name, i.ComputeUnits) +
 		"Choose with --device ID for one run, TARTAN_DEVICE=ID for a shell, or tartan setup for the default.\n\n" +
 		hintWithoutOpenCL
 	if out != want {
@@ -132,7 +133,7 @@ func TestDevicesSaysWhichDeviceARunUses(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := cpu.New().Info()
-	recommended := fmt.Sprintf("* Recommended: cpu (%s): Tartan's own CPU backend, %d cores.\n", i.Name, i.ComputeUnits)
+	recommended := fmt.Sprintf("* Recommended: cpu (%s): Tartan's own CPU backend, %d cores; ranked by kind.\n", i.Name, i.ComputeUnits)
 	choose := "Choose with --device ID for one run, TARTAN_DEVICE=ID for a shell, or tartan setup for the default.\n"
 	for _, c := range []struct {
 		name, config, env, mark, says string

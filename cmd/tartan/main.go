@@ -11,7 +11,7 @@
 //	               [--json FILE]
 //	tartan summary MODEL
 //	tartan run MODEL.onnx [--input [NAME=]FILE]... [--device ID] [--out DIR] [--json FILE]
-//	tartan devices [--json]
+//	tartan devices [--measure] [--json]
 //	tartan setup [--device ID --yes]
 //	tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
 //	tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]
@@ -77,7 +77,12 @@
 // latency and throughput on random inputs at --batch N (its open leading
 // dimension).
 //
-// devices lists the devices a run can use, which one a run uses and why. setup
+// devices lists the devices a run can use, which one a run uses and why;
+// --measure first times a small training step on each device and caches
+// the figures in $XDG_CACHE_HOME/tartan/measurements.json, by which the
+// backends of the same hardware (OpenCL and Vulkan on one GPU, the CPU
+// backend, PoCL and lavapipe on the host's CPU) are then ranked. setup
+// measures the devices of shared hardware that have no cached figure,
 // chooses the default device (asking, or with --device ID --yes), checks it
 // and saves it in $XDG_CONFIG_HOME/tartan/config.json; only a yes saves:
 // "no", or input that ends before an answer (such as setup run with
@@ -248,7 +253,7 @@ func usage(w io.Writer) {
   tartan summary MODEL
   tartan run MODEL.onnx [--input [NAME=]FILE]... [--device ID] [--out DIR]
              [--json FILE]
-  tartan devices [--json]
+  tartan devices [--measure] [--json]
   tartan setup [--device ID --yes]
   tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
   tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]

@@ -172,6 +172,7 @@ func TestDevices(t *testing.T) {
 func TestSetupNonInteractiveSavesConfig(t *testing.T) {
 	cfg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfg)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // setup measures devices into the cache
 	code, out, errs := runCLI("setup", "--device", "cpu", "--yes")
 	if code != 0 || !strings.Contains(out, "Saved") {
 		t.Fatalf("exit %d:\n%s%s", code, out, errs)
@@ -640,6 +641,7 @@ func nanCheckpoint(t *testing.T, path string) {
 func TestExitCodes(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv("TARTAN_DEVICE", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // setup measures devices into the cache
 	commands["crash-for-test"] = func([]string, io.Reader, io.Writer, io.Writer) error {
 		var m map[string]int
 		m["x"]++ // a nil map write: a runtime panic
@@ -704,6 +706,7 @@ func TestExitCodes(t *testing.T) {
 func TestSetupEndOfInputIsNo(t *testing.T) {
 	cfg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfg)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // setup measures devices into the cache
 	for _, c := range []struct {
 		name  string
 		input string
@@ -745,6 +748,7 @@ func (e endless) Read(p []byte) (int, error) {
 func TestHostileFlags(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv("TARTAN_DEVICE", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // setup measures devices into the cache
 	dataDir := dataOrMissing(t)
 	_, _, dataErr := data.FashionMNIST(data.Dir(dataDir))
 	haveData := dataErr == nil
@@ -829,6 +833,7 @@ func TestHostileFlags(t *testing.T) {
 		// devices
 		{name: "devices json not a bool", args: []string{"devices", "--json=maybe"}, code: exitUsage, want: `invalid boolean value "maybe"`},
 		{name: "devices arguments", args: []string{"devices", "x"}, code: exitUsage, want: `devices takes no arguments`},
+		{name: "devices measure not a bool", args: []string{"devices", "--measure=often"}, code: exitUsage, want: `invalid boolean value "often"`},
 		{name: "devices unknown flag", args: []string{"devices", "--all"}, code: exitUsage, want: "flag provided but not defined: -all"},
 		// setup
 		{name: "setup unknown device", args: []string{"setup", "--device", "tpu", "--yes"}, code: exitUsage, want: `unknown device "tpu"`},

@@ -61,7 +61,7 @@ func main() {
 		l := device.List()
 		device.FormatTable(os.Stderr, l)
 		rec := l.Recommended()
-		fmt.Fprintf(os.Stderr, "recommended: %s %s: %s\n", rec.ID, rec.Name, rec.Why)
+		fmt.Fprintf(os.Stderr, "recommended: %s %s: %s\n", rec.ID, rec.Name, l.Reason(rec))
 	}
 	cs, err := opencl.List()
 	if err != nil {
