@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/tartanml/tartan/backend"
@@ -14,6 +15,10 @@ import (
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
+
+// emitFunc turns kernel k of p into a compute shader for target t: Load
+// uses spirv.Emit, tests hand-written shaders (through Device.load).
+type emitFunc func(p *kir.Program, k int, t spirv.Target) (*spirv.Kernel, error)
 
 // Executable is a kir.Program loaded on a device: one storage buffer per
 // slot, one compute pipeline and descriptor set per kernel, and the whole
@@ -73,7 +78,7 @@ type hostWrite struct {
 // Load emits every kernel of p as a compute shader and loads the program:
 // storage allocated and zeroed, constants written, pipelines built and the
 // command buffer recorded.
-func (d *Device) Load(p *kir.Program) (*Executable, error) { return d.load(p, emit) }
+func (d *Device) Load(p *kir.Program) (*Executable, error) { return d.load(p, spirv.Emit) }
 
 func (d *Device) load(p *kir.Program, emit emitFunc) (*Executable, error) {
 	if err := d.usable(); err != nil {
@@ -86,37 +91,26 @@ func (d *Device) load(p *kir.Program, emit emitFunc) (*Executable, error) {
 		return nil, err
 	}
 	sizes, err := slotBytes(p)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = d.checkMemory(p, sizes)
 	}
-	if err := d.checkMemory(p, sizes); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	kernels := make([]*spirv.Kernel, len(p.Kernels))
 	for i := range p.Kernels {
-		k, err := emit(p, i, d.target)
+		if kernels[i], err = emit(p, i, d.target); err == nil {
+			err = d.checkKernel(p, i, kernels[i])
+		}
 		if err != nil {
 			return nil, err
 		}
-		if err := d.checkKernel(p, i, k); err != nil {
-			return nil, err
-		}
-		kernels[i] = k
 	}
 	if debug.On("kernels") {
 		debugKernels(d, p, kernels)
 	}
 	e := &Executable{d: d, p: p, layouts: map[int]pipelineLayout{},
-		inputs: map[string]int{}, outputs: map[string]int{}, vars: map[string]int{}}
-	for _, b := range p.Inputs {
-		e.inputs[b.Name] = b.Buffer
-	}
-	for _, b := range p.Outputs {
-		e.outputs[b.Name] = b.Buffer
-	}
-	for _, b := range p.Variables {
-		e.vars[b.Name] = b.Buffer
-	}
+		inputs: bindings(p.Inputs), outputs: bindings(p.Outputs), vars: bindings(p.Variables)}
 	if err := e.load(sizes, kernels); err != nil {
 		e.Close()
 		return nil, err
@@ -124,19 +118,25 @@ func (d *Device) load(p *kir.Program, emit emitFunc) (*Executable, error) {
 	return e, nil
 }
 
+func bindings(bs []kir.Binding) map[string]int {
+	m := map[string]int{}
+	for _, b := range bs {
+		m[b.Name] = b.Buffer
+	}
+	return m
+}
+
 // checkDTypes refuses 64-bit buffers on a device without the shader
 // feature they need, naming the first kernel that uses one.
 func (d *Device) checkDTypes(p *kir.Program) error {
 	for i, k := range p.Kernels {
 		for _, id := range k.Buffers() {
-			b := p.Buffers[id]
-			feature := ""
-			switch {
-			case b.DType == tile.Int64 && !d.target.Int64:
+			b, feature := p.Buffers[id], ""
+			if b.DType == tile.Int64 && !d.target.Int64 {
 				feature = "shaderInt64"
-			case b.DType == tile.Float64 && !d.target.Float64:
+			} else if b.DType == tile.Float64 && !d.target.Float64 {
 				feature = "shaderFloat64"
-			default:
+			} else {
 				continue
 			}
 			return fmt.Errorf("vulkan: program %q: kernel %d (%s) uses %s buffer b%d %q%v, but %s %q lacks %s",
@@ -239,8 +239,9 @@ func (e *Executable) load(sizes []uint64, kernels []*spirv.Kernel) error {
 	}
 	// Zero every slot (variables start at zero; this also touches the
 	// memory), then write the constants.
+	zeroing := "zeroing the storage of " + p.Name
 	if err := e.xfer.Begin(true); err != nil {
-		return d.execError("zeroing the storage of "+p.Name, err)
+		return d.execError(zeroing, err)
 	}
 	for _, s := range e.slots {
 		if err := e.xfer.FillBuffer(s.buf, 0, s.size, 0); err != nil {
@@ -250,9 +251,9 @@ func (e *Executable) load(sizes []uint64, kernels []*spirv.Kernel) error {
 	e.xfer.Barrier(vk.StageTransfer, vk.StageTransfer|vk.StageComputeShader|vk.StageHost, vk.AccessTransferWrite,
 		vk.AccessTransferRead|vk.AccessTransferWrite|vk.AccessShaderRead|vk.AccessShaderWrite|vk.AccessHostRead|vk.AccessHostWrite)
 	if err := e.xfer.End(); err != nil {
-		return d.execError("zeroing the storage of "+p.Name, err)
+		return d.execError(zeroing, err)
 	}
-	if err := e.submitWait("zeroing the storage of "+p.Name, e.xfer); err != nil {
+	if err := e.submit(zeroing, true, e.xfer); err != nil {
 		return err
 	}
 	for _, b := range p.Buffers {
@@ -279,8 +280,12 @@ func (d *Device) checkMemory(p *kir.Program, sizes []uint64) error {
 			p.Name, len(sizes), m, d.cand.ID, pd.Name)
 	}
 	var total uint64
+	best := 0
 	for s, n := range sizes {
 		total += n
+		if n > sizes[best] {
+			best = s
+		}
 		if n > uint64(pd.Limits.MaxStorageBufferRange) {
 			return fmt.Errorf("vulkan: program %q: %s needs a storage buffer of %d bytes, more than %s %q allows (maxStorageBufferRange %d)",
 				p.Name, slotDescription(p, s), n, d.cand.ID, pd.Name, pd.Limits.MaxStorageBufferRange)
@@ -290,12 +295,6 @@ func (d *Device) checkMemory(p *kir.Program, sizes []uint64) error {
 		}
 	}
 	if heap := d.heapBytes(); heap > 0 && total > heap {
-		best := 0
-		for s, n := range sizes {
-			if n > sizes[best] {
-				best = s
-			}
-		}
 		return d.outOfMemory(p, slotDescription(p, best), sizes[best], total, nil)
 	}
 	return nil
@@ -326,22 +325,23 @@ func (d *Device) outOfMemory(p *kir.Program, what string, n, total uint64, err e
 // with the same properties that the buffer accepts), mapped if asked.
 func (e *Executable) newBuffer(what string, size uint64, typ int, mapped bool, total uint64) (hostBuffer, error) {
 	d, vd := e.d, e.d.vk
-	b, err := vd.NewBuffer(size, vk.BufferStorageBuffer|vk.BufferTransferSrc|vk.BufferTransferDst)
-	if err != nil {
+	fail := func(doing string, err error) (hostBuffer, error) {
 		if vk.IsResult(err, vk.ErrOutOfDeviceMemory) || vk.IsResult(err, vk.ErrOutOfHostMemory) {
 			return hostBuffer{}, d.outOfMemory(e.p, what, size, total, err)
 		}
-		return hostBuffer{}, d.execError("creating the buffer of "+what, err)
+		return hostBuffer{}, d.execError(doing+what, err)
+	}
+	b, err := vd.NewBuffer(size, vk.BufferStorageBuffer|vk.BufferTransferSrc|vk.BufferTransferDst)
+	if err != nil {
+		return fail("creating the buffer of ", err)
 	}
 	req := vd.BufferMemoryRequirements(b)
-	types := d.cand.Device.MemoryTypes
-	if req.TypeBits&(1<<typ) == 0 {
+	if types := d.cand.Device.MemoryTypes; req.TypeBits&(1<<typ) == 0 {
 		want := types[typ].PropertyFlags
 		typ = -1
-		for i, m := range types {
-			if req.TypeBits&(1<<i) != 0 && m.PropertyFlags&want == want {
+		for i := len(types) - 1; i >= 0; i-- {
+			if req.TypeBits&(1<<i) != 0 && types[i].PropertyFlags&want == want {
 				typ = i
-				break
 			}
 		}
 	}
@@ -349,23 +349,19 @@ func (e *Executable) newBuffer(what string, size uint64, typ int, mapped bool, t
 		vd.DestroyBuffer(b)
 		return hostBuffer{}, fmt.Errorf("vulkan: %s %q: no memory type with the properties wanted accepts the buffer of %s", d.cand.ID, d.cand.Device.Name, what)
 	}
-	m, err := vd.Allocate(req.Size, typ)
-	if err != nil {
+	hb := hostBuffer{buf: b, size: size}
+	if hb.mem, err = vd.Allocate(req.Size, typ); err != nil {
 		vd.DestroyBuffer(b)
-		if vk.IsResult(err, vk.ErrOutOfDeviceMemory) || vk.IsResult(err, vk.ErrOutOfHostMemory) {
-			return hostBuffer{}, d.outOfMemory(e.p, what, size, total, err)
-		}
-		return hostBuffer{}, d.execError("allocating "+what, err)
+		return fail("allocating ", err)
 	}
-	hb := hostBuffer{buf: b, mem: m, size: size}
-	if err := vd.BindBufferMemory(b, m, 0); err != nil {
+	if err = vd.BindBufferMemory(b, hb.mem, 0); err != nil {
 		e.freeBuffer(hb)
-		return hostBuffer{}, d.execError("binding the memory of "+what, err)
+		return fail("binding the memory of ", err)
 	}
 	if mapped {
-		if hb.mapped, err = vd.Map(m, 0, size); err != nil {
+		if hb.mapped, err = vd.Map(hb.mem, 0, size); err != nil {
 			e.freeBuffer(hb)
-			return hostBuffer{}, d.execError("mapping "+what, err)
+			return fail("mapping ", err)
 		}
 	}
 	return hb, nil
@@ -390,50 +386,53 @@ func (e *Executable) buildPipelines(kernels []*spirv.Kernel) error {
 	if e.descPool, err = vd.NewDescriptorPool(len(kernels), storage); err != nil {
 		return d.execError("creating the descriptor pool of "+p.Name, err)
 	}
+	e.pipes = make([]pipe, len(kernels))
 	for i, k := range kernels {
-		fail := func(err error) error {
-			return d.execError(fmt.Sprintf("building kernel %d (%s) of %q", i, p.Kernels[i].Name, p.Name), err)
-		}
-		if empty(k) {
-			e.pipes = append(e.pipes, pipe{k: k})
+		if e.pipes[i].k = k; empty(k) {
 			continue
 		}
-		n := len(k.Bindings)
-		pl, ok := e.layouts[n]
-		if !ok {
-			if pl.set, err = vd.NewStorageSetLayout(n); err != nil {
-				return fail(err)
-			}
-			if pl.layout, err = vd.NewPipelineLayout(pl.set, k.PushConstantBytes()); err != nil {
-				vd.DestroySetLayout(pl.set)
-				return fail(err)
-			}
-			e.layouts[n] = pl
+		if err := e.buildPipeline(&e.pipes[i]); err != nil {
+			return d.execError(fmt.Sprintf("building kernel %d (%s) of %q", i, p.Kernels[i].Name, p.Name), err)
 		}
-		mod, err := vd.NewShaderModule(k.Words)
-		if err != nil {
-			return fail(err)
-		}
-		pipeline, err := vd.NewComputePipeline(d.cache, pl.layout, mod, "main")
-		vd.DestroyShaderModule(mod)
-		if err != nil {
-			return fail(err)
-		}
-		d.mu.Lock()
-		d.built++
-		d.mu.Unlock()
-		e.pipes = append(e.pipes, pipe{k: k, layout: pl.layout, pipeline: pipeline})
-		set, err := vd.AllocateSet(e.descPool, pl.set)
-		if err != nil {
-			return fail(err)
-		}
-		e.pipes[i].set = set
-		bufs := make([]vk.BufferRange, n)
-		for j, b := range k.Bindings {
-			bufs[j] = vk.BufferRange{Buffer: e.slots[p.Buffers[b].Slot].buf}
-		}
-		vd.WriteStorageSet(set, bufs)
 	}
+	return nil
+}
+
+func (e *Executable) buildPipeline(pp *pipe) error {
+	vd, k, n := e.d.vk, pp.k, len(pp.k.Bindings)
+	pl, ok := e.layouts[n]
+	var err error
+	if !ok {
+		if pl.set, err = vd.NewStorageSetLayout(n); err != nil {
+			return err
+		}
+		if pl.layout, err = vd.NewPipelineLayout(pl.set, k.PushConstantBytes()); err != nil {
+			vd.DestroySetLayout(pl.set)
+			return err
+		}
+		e.layouts[n] = pl
+	}
+	mod, err := vd.NewShaderModule(k.Words)
+	if err != nil {
+		return err
+	}
+	pp.pipeline, err = vd.NewComputePipeline(e.d.cache, pl.layout, mod, "main")
+	vd.DestroyShaderModule(mod)
+	if err != nil {
+		return err
+	}
+	e.d.mu.Lock()
+	e.d.built++
+	e.d.mu.Unlock()
+	pp.layout = pl.layout
+	if pp.set, err = vd.AllocateSet(e.descPool, pl.set); err != nil {
+		return err
+	}
+	bufs := make([]vk.BufferRange, n)
+	for j, b := range k.Bindings {
+		bufs[j] = vk.BufferRange{Buffer: e.slots[e.p.Buffers[b].Slot].buf}
+	}
+	vd.WriteStorageSet(pp.set, bufs)
 	return nil
 }
 
@@ -450,7 +449,7 @@ func (e *Executable) record() error {
 	dispatch := func(i, step int) {
 		pp := &e.pipes[i]
 		k := pp.k
-		if pp.pipeline == 0 || k.Groups[0] == 0 || k.Groups[1] == 0 || k.Groups[2] == 0 {
+		if pp.pipeline == 0 || k.Groups[0]*k.Groups[1]*k.Groups[2] == 0 {
 			return
 		}
 		cb.BindPipeline(pp.pipeline)
@@ -464,11 +463,10 @@ func (e *Executable) record() error {
 		cb.Barrier(vk.StageComputeShader, vk.StageComputeShader, vk.AccessShaderWrite, vk.AccessShaderRead|vk.AccessShaderWrite)
 		e.dispatches++
 	}
-	for i := 0; i < len(p.Kernels); {
+	for i := 0; i < len(p.Kernels); i++ {
 		l := p.LoopOf(i)
 		if l < 0 {
 			dispatch(i, 0)
-			i++
 			continue
 		}
 		lp := p.Loops[l]
@@ -477,7 +475,7 @@ func (e *Executable) record() error {
 				dispatch(k, lp.Step(it))
 			}
 		}
-		i = lp.End
+		i = lp.End - 1
 	}
 	cb.Barrier(vk.StageComputeShader|vk.StageTransfer, vk.StageTransfer|vk.StageHost|vk.StageComputeShader,
 		vk.AccessShaderWrite|vk.AccessTransferWrite, vk.AccessTransferRead|vk.AccessTransferWrite|vk.AccessHostRead|vk.AccessShaderRead|vk.AccessShaderWrite)
@@ -499,13 +497,19 @@ func (e *Executable) wait() error {
 	return e.d.execError("resetting the fence of "+e.p.Name, e.d.vk.ResetFence(e.fence))
 }
 
-// submitWait submits one command buffer and waits for it.
-func (e *Executable) submitWait(what string, cb *vk.CommandBuffer) error {
-	if err := e.d.submit([]vk.CommandBufferHandle{cb.H}, e.fence); err != nil {
+// submit submits command buffers; wait says whether to wait for them.
+func (e *Executable) submit(what string, wait bool, cbs ...*vk.CommandBuffer) error {
+	hs := make([]vk.CommandBufferHandle, len(cbs))
+	for i, cb := range cbs {
+		hs[i] = cb.H
+	}
+	if err := e.d.submit(hs, e.fence); err != nil {
 		return e.d.execError(what, err)
 	}
-	e.pending = true
-	return e.wait()
+	if e.pending = true; wait {
+		return e.wait()
+	}
+	return nil
 }
 
 // upload applies the pending host writes after the last submission
@@ -528,8 +532,9 @@ func (e *Executable) upload() (bool, error) {
 	if err := e.ensureStaging(n); err != nil {
 		return false, err
 	}
+	what := "recording uploads for " + e.p.Name
 	if err := e.xfer.Begin(true); err != nil {
-		return false, e.d.execError("recording uploads for "+e.p.Name, err)
+		return false, e.d.execError(what, err)
 	}
 	var off uint64
 	for _, w := range writes {
@@ -539,7 +544,7 @@ func (e *Executable) upload() (bool, error) {
 	}
 	e.xfer.Barrier(vk.StageTransfer, vk.StageComputeShader|vk.StageTransfer, vk.AccessTransferWrite,
 		vk.AccessShaderRead|vk.AccessShaderWrite|vk.AccessTransferRead|vk.AccessTransferWrite)
-	return true, e.d.execError("recording uploads for "+e.p.Name, e.xfer.End())
+	return true, e.d.execError(what, e.xfer.End())
 }
 
 // ensureStaging makes the staging buffer hold at least n bytes.
@@ -549,31 +554,24 @@ func (e *Executable) ensureStaging(n uint64) error {
 	}
 	if e.staging.buf != 0 {
 		e.freeBuffer(e.staging)
-		e.staging = hostBuffer{}
 	}
 	size := max(n, e.staging.size*2, 64<<10)
-	b, err := e.newBuffer("the staging buffer", size, e.d.hostType, true, size)
-	if err != nil {
-		return err
-	}
-	e.staging = b
-	return nil
+	var err error
+	e.staging, err = e.newBuffer("the staging buffer", size, e.d.hostType, true, size)
+	return err
 }
 
 // sync waits for the last submission and applies pending host writes, so
 // that storage holds what the host last wrote.
 func (e *Executable) sync() error {
-	if err := e.wait(); err != nil {
+	if err := e.wait(); err != nil || len(e.writes) == 0 {
 		return err
-	}
-	if len(e.writes) == 0 {
-		return nil
 	}
 	up, err := e.upload()
 	if err != nil || !up {
 		return err
 	}
-	return e.submitWait("uploading to "+e.p.Name, e.xfer)
+	return e.submit("uploading to "+e.p.Name, true, e.xfer)
 }
 
 func (e *Executable) ready() error {
@@ -593,21 +591,17 @@ func (e *Executable) Run() error {
 	if err := e.wait(); err != nil {
 		return err
 	}
-	cbs := []vk.CommandBufferHandle{e.main.H}
+	cbs := []*vk.CommandBuffer{e.main}
 	if len(e.writes) > 0 {
 		up, err := e.upload()
 		if err != nil {
 			return err
 		}
 		if up {
-			cbs = []vk.CommandBufferHandle{e.xfer.H, e.main.H}
+			cbs = []*vk.CommandBuffer{e.xfer, e.main}
 		}
 	}
-	if err := e.d.submit(cbs, e.fence); err != nil {
-		return e.d.execError("submitting "+e.p.Name, err)
-	}
-	e.pending = true
-	return nil
+	return e.submit("submitting "+e.p.Name, false, cbs...)
 }
 
 // Finish waits until the last run completed.
@@ -621,11 +615,8 @@ func (e *Executable) Finish() error {
 // write keeps host data for buffer id until the next Run or read.
 func (e *Executable) write(what string, id int, data any) error {
 	b := e.p.Buffers[id]
-	if err := backend.CheckHost(what, b.DType, b.Size(), data); err != nil {
-		return fmt.Errorf("vulkan: %q: %w", e.p.Name, err)
-	}
-	if b.Size() == 0 {
-		return nil
+	if err := backend.CheckHost(what, b.DType, b.Size(), data); err != nil || b.Size() == 0 {
+		return e.hostError(err)
 	}
 	bytes, err := toDevice(b.DType, data)
 	if err != nil {
@@ -635,14 +626,18 @@ func (e *Executable) write(what string, id int, data any) error {
 	return nil
 }
 
+func (e *Executable) hostError(err error) error {
+	if err != nil {
+		return fmt.Errorf("vulkan: %q: %w", e.p.Name, err)
+	}
+	return nil
+}
+
 // read copies buffer id into host data once the last run completed.
 func (e *Executable) read(what string, id int, dst any) error {
 	b := e.p.Buffers[id]
-	if err := backend.CheckHost(what, b.DType, b.Size(), dst); err != nil {
-		return fmt.Errorf("vulkan: %q: %w", e.p.Name, err)
-	}
-	if b.Size() == 0 {
-		return nil
+	if err := backend.CheckHost(what, b.DType, b.Size(), dst); err != nil || b.Size() == 0 {
+		return e.hostError(err)
 	}
 	if err := e.sync(); err != nil {
 		return err
@@ -664,68 +659,50 @@ func (e *Executable) read(what string, id int, dst any) error {
 	if err := e.xfer.End(); err != nil {
 		return e.d.execError("reading "+what, err)
 	}
-	if err := e.submitWait("reading "+what+" of "+e.p.Name, e.xfer); err != nil {
+	if err := e.submit("reading "+what+" of "+e.p.Name, true, e.xfer); err != nil {
 		return err
 	}
 	return fromDevice(b.DType, e.staging.mapped[:n], dst)
 }
 
-func names(m map[string]int) string {
-	var s []string
-	for n := range m {
-		s = append(s, fmt.Sprintf("%q", n))
-	}
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
-}
-
-func (e *Executable) lookup(kind string, m map[string]int, name string) (int, error) {
+// lookup finds a named input, output or variable, and moves its data with
+// f (write or read).
+func (e *Executable) lookup(kind string, m map[string]int, name string, data any, f func(string, int, any) error) error {
 	if err := e.ready(); err != nil {
-		return 0, err
+		return err
 	}
 	id, ok := m[name]
 	if !ok {
-		return 0, fmt.Errorf("vulkan: program %q has no %s %q (%ss: %s)", e.p.Name, kind, name, kind, names(m))
+		var s []string
+		for n := range m {
+			s = append(s, strconv.Quote(n))
+		}
+		if len(s) == 0 {
+			s = []string{"none"}
+		}
+		return fmt.Errorf("vulkan: program %q has no %s %q (%ss: %s)", e.p.Name, kind, name, kind, strings.Join(s, ", "))
 	}
-	return id, nil
+	return f(kind+" "+name, id, data)
 }
 
 // SetInput implements backend.Executable.
 func (e *Executable) SetInput(name string, data any) error {
-	id, err := e.lookup("input", e.inputs, name)
-	if err != nil {
-		return err
-	}
-	return e.write("input "+name, id, data)
+	return e.lookup("input", e.inputs, name, data, e.write)
 }
 
 // ReadOutput implements backend.Executable.
 func (e *Executable) ReadOutput(name string, dst any) error {
-	id, err := e.lookup("output", e.outputs, name)
-	if err != nil {
-		return err
-	}
-	return e.read("output "+name, id, dst)
+	return e.lookup("output", e.outputs, name, dst, e.read)
 }
 
 // ReadVariable implements backend.Executable.
 func (e *Executable) ReadVariable(name string, dst any) error {
-	id, err := e.lookup("variable", e.vars, name)
-	if err != nil {
-		return err
-	}
-	return e.read("variable "+name, id, dst)
+	return e.lookup("variable", e.vars, name, dst, e.read)
 }
 
 // WriteVariable implements backend.Executable.
 func (e *Executable) WriteVariable(name string, data any) error {
-	id, err := e.lookup("variable", e.vars, name)
-	if err != nil {
-		return err
-	}
-	return e.write("variable "+name, id, data)
+	return e.lookup("variable", e.vars, name, data, e.write)
 }
 
 // Close implements backend.Executable: it waits for the last run and
@@ -757,11 +734,10 @@ func (e *Executable) Close() error {
 	vd.DestroyDescriptorPool(e.descPool)
 	vd.DestroyFence(e.fence)
 	vd.DestroyCommandPool(e.cmdPool) // frees main and xfer
-	for _, s := range e.slots {
-		e.freeBuffer(s)
-	}
-	if e.staging.buf != 0 {
-		e.freeBuffer(e.staging)
+	for _, s := range append(e.slots, e.staging) {
+		if s.buf != 0 {
+			e.freeBuffer(s)
+		}
 	}
 	return first
 }
@@ -774,15 +750,15 @@ func slotDescription(p *kir.Program, slot int) string {
 		if b.Slot != slot || b.View != nil {
 			continue
 		}
+		if len(bs) == 4 {
+			bs = append(bs, "…")
+			break
+		}
 		s := fmt.Sprintf("b%d", b.ID)
 		if b.Name != "" {
 			s += fmt.Sprintf(" %q", b.Name)
 		}
 		bs = append(bs, s+fmt.Sprintf(" %s %s%v", b.Kind, b.DType, b.Shape))
-		if len(bs) == 4 {
-			bs = append(bs, "…")
-			break
-		}
 	}
 	return fmt.Sprintf("slot %d (%s)", slot, strings.Join(bs, ", "))
 }

@@ -3,9 +3,9 @@ package vulkan
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
+	"reflect"
 
-	"github.com/tartanml/tartan/backend/vulkan/spirv"
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -14,129 +14,71 @@ import (
 // are held as float32 values, the precision Tartan computes them in, and
 // bool tensors as 32-bit words 0 or 1.
 
+// words returns bool host data as 32-bit words 0 or 1, other data as is.
+func words(data any) any {
+	b, ok := data.([]bool)
+	if !ok {
+		return data
+	}
+	w := make([]uint32, len(b))
+	for i, x := range b {
+		if x {
+			w[i] = 1
+		}
+	}
+	return w
+}
+
+// deviceType reports whether data is a slice type the device bytes carry.
+func deviceType(data any) bool {
+	switch data.(type) {
+	case []float32, []float64, []int32, []int64, []bool, []uint32:
+		return true
+	}
+	return false
+}
+
 // toDevice returns the device bytes of host data already checked with
 // backend.CheckHost for a buffer of dtype dt.
 func toDevice(dt tile.DType, data any) ([]byte, error) {
-	le := binary.LittleEndian
-	switch d := data.(type) {
-	case []float32:
-		out := make([]byte, 4*len(d))
-		for i, x := range d {
-			le.PutUint32(out[4*i:], math.Float32bits(x))
-		}
-		return out, nil
-	case []float64:
-		out := make([]byte, 8*len(d))
-		for i, x := range d {
-			le.PutUint64(out[8*i:], math.Float64bits(x))
-		}
-		return out, nil
-	case []int32:
-		out := make([]byte, 4*len(d))
-		for i, x := range d {
-			le.PutUint32(out[4*i:], uint32(x))
-		}
-		return out, nil
-	case []int64:
-		out := make([]byte, 8*len(d))
-		for i, x := range d {
-			le.PutUint64(out[8*i:], uint64(x))
-		}
-		return out, nil
-	case []bool:
-		out := make([]byte, 4*len(d))
-		for i, x := range d {
-			if x {
-				out[4*i] = 1
-			}
-		}
-		return out, nil
+	if !deviceType(data) {
+		return nil, fmt.Errorf("unsupported host type %T for %v", data, dt)
 	}
-	return nil, fmt.Errorf("unsupported host type %T for %v", data, dt)
+	return binary.Append(nil, binary.LittleEndian, words(data))
 }
 
 // fromDevice stores the device bytes src of a dtype-dt buffer into host
 // data dst.
 func fromDevice(dt tile.DType, src []byte, dst any) error {
-	le := binary.LittleEndian
-	if n := hostLen(dst) * spirv.StorageBytes(dt); len(src) < n {
-		return fmt.Errorf("%d device bytes for %d %v elements", len(src), hostLen(dst), dt)
-	}
-	switch d := dst.(type) {
-	case []float32:
-		for i := range d {
-			d[i] = math.Float32frombits(le.Uint32(src[4*i:]))
-		}
-	case []float64:
-		for i := range d {
-			d[i] = math.Float64frombits(le.Uint64(src[8*i:]))
-		}
-	case []int32:
-		for i := range d {
-			d[i] = int32(le.Uint32(src[4*i:]))
-		}
-	case []int64:
-		for i := range d {
-			d[i] = int64(le.Uint64(src[8*i:]))
-		}
-	case []bool:
-		for i := range d {
-			d[i] = le.Uint32(src[4*i:]) != 0
-		}
-	default:
+	if !deviceType(dst) {
 		return fmt.Errorf("unsupported host type %T for %v", dst, dt)
+	}
+	w := words(dst)
+	if n := binary.Size(w); len(src) < n {
+		return fmt.Errorf("%d device bytes for %d %v elements", len(src), reflect.ValueOf(dst).Len(), dt)
+	}
+	if _, err := binary.Decode(src, binary.LittleEndian, w); err != nil {
+		return err
+	}
+	if b, ok := dst.([]bool); ok {
+		for i, x := range w.([]uint32) {
+			b[i] = x != 0
+		}
 	}
 	return nil
 }
 
-func hostLen(data any) int {
-	switch d := data.(type) {
-	case []float32:
-		return len(d)
-	case []float64:
-		return len(d)
-	case []int32:
-		return len(d)
-	case []int64:
-		return len(d)
-	case []bool:
-		return len(d)
-	}
-	return 0
-}
-
 // constantBytes returns the device bytes of a constant's elements, each
-// rounded to dt as tile.RoundTo does.
+// rounded to dt as tile.RoundTo does (float16 and bfloat16 ones held as
+// float32 values).
 func constantBytes(dt tile.DType, v []float64) []byte {
-	var host any
-	switch dt {
-	case tile.Float64:
-		host = v
-	case tile.Int32:
-		h := make([]int32, len(v))
+	if dt == tile.Int32 || dt == tile.Int64 {
+		r := make([]float64, len(v))
 		for i, x := range v {
-			h[i] = int32(tile.RoundTo(dt, x))
+			r[i] = tile.RoundTo(dt, x)
 		}
-		host = h
-	case tile.Int64:
-		h := make([]int64, len(v))
-		for i, x := range v {
-			h[i] = int64(tile.RoundTo(dt, x))
-		}
-		host = h
-	case tile.Bool:
-		h := make([]bool, len(v))
-		for i, x := range v {
-			h[i] = x != 0
-		}
-		host = h
-	default: // float32, float16, bfloat16
-		h := make([]float32, len(v))
-		for i, x := range v {
-			h[i] = float32(x)
-		}
-		host = h
+		v = r
 	}
-	b, _ := toDevice(dt, host)
+	b, _ := toDevice(dt, backend.HostSlice(dt, v))
 	return b
 }
