@@ -16,6 +16,9 @@ type Target struct {
 	MaxGroupCount [3]int
 	// SubgroupSize is the device's sub-group width (0: unknown).
 	SubgroupSize int
+	// SharedBytes is maxComputeSharedMemorySize; without 8 KiB of it
+	// products and reductions run as loop nests.
+	SharedBytes int
 	// Int64 and Float64 report shaderInt64 and shaderFloat64.
 	Int64, Float64 bool
 }
