@@ -149,16 +149,16 @@ func boolBits(b bool) uint64 {
 
 // invocation is one run of the entry point.
 type invocation struct {
-	m      *spvModule
+	m       *spvModule
 	wg, lid [3]uint32 // the work-group's and the invocation's ids
 	// shared holds the work-group's Workgroup arrays; barrier waits for
 	// the rest of the work-group.
 	shared  map[uint32][]val
 	barrier func() error
-	push   []uint32
-	bufs   [][]byte // storage of each binding
-	env    []val
-	locals map[uint32]val
+	push    []uint32
+	bufs    [][]byte // storage of each binding
+	env     []val
+	locals  map[uint32]val
 }
 
 func (in *invocation) get(id uint32) val {
