@@ -53,27 +53,21 @@ type emitter struct {
 }
 
 // Emit returns kernel k of p as a compute shader for a device with target
-// t. Every invocation computes one output point (or, for a "scatter"
-// schedule, one column of the output, see kir.ScatterView) with the
-// semantics of kir.Interpret, except that sums, products and the other
-// aggregations run in the kernel's own dtype rather than in float64, and
-// that GLSL.std.450 has no double-precision transcendental functions: a
-// float64 exp or log (and so log1p, sigmoid and pow) reduces its argument
-// in float64 and has a float32 core, so float32's relative precision over
-// float64's range, and a float64 tanh or erf is computed in float32. On a
-// device without 64-bit integers, floats beyond ±2³¹ convert to int32 by
-// saturating rather than wrapping. The "gemm" and "reduce" strategies are
-// rendered as the loop nest.
+// t, with the semantics of kir.Interpret except that aggregations run in
+// the kernel's own dtype rather than in float64, and that GLSL.std.450 has
+// no double-precision transcendental functions: a float64 exp or log (and
+// so log1p, sigmoid and pow) reduces its argument in float64 around a
+// float32 core, and a float64 tanh or erf is computed in float32. Without
+// 64-bit integers, floats beyond ±2³¹ convert to int32 by saturating.
 //
-// Each kir buffer the kernel names has a binding of its own, even when two
-// of them share a storage slot (the runtime then binds that slot's storage
-// to both; such bindings are decorated Aliased). Index arithmetic is in
-// 32-bit integers: a kernel whose buffers, storage or loop space have 2³¹
-// elements or more is refused, as is one that needs 64-bit integers or
-// floats the target lacks.
-//
-// The program must be well formed (kir.Program.Validate); a malformed
-// kernel gives an error, never a panic or an invalid module.
+// An invocation computes one output point, or one column of a "scatter"
+// (kir.ScatterView). A "gemm" schedule runs as a tiled product (see
+// tiled), and a long reduction into few points as a work-group per point
+// (see lanes). Each kir buffer has a binding of its own, even when two
+// share a slot (those are decorated Aliased). Index arithmetic is 32-bit:
+// buffers, storage or loop spaces of 2³¹ elements or more are refused, as
+// are 64-bit types the target lacks. A malformed kernel (see
+// kir.Program.Validate) gives an error, never a panic or invalid module.
 func Emit(p *kir.Program, k int, t Target) (out *Kernel, err error) {
 	if p == nil || k < 0 || k >= len(p.Kernels) || p.Kernels[k] == nil {
 		return nil, fmt.Errorf("spirv: no kernel %d in the program", k)
