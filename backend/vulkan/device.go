@@ -58,26 +58,14 @@ func (c Candidate) Info() backend.Info {
 		Memory: int64(min(pd.DeviceLocalBytes(), 1<<62)), Driver: driver}
 }
 
-// vendorName names a PCI vendor id, or the Khronos vendor ids of drivers
-// without one.
+// vendorNames names PCI vendor ids, and the Khronos vendor id of Mesa's
+// drivers, which have none.
+var vendorNames = map[uint32]string{0x10de: "NVIDIA", 0x1002: "AMD", 0x8086: "Intel", 0x13b5: "ARM",
+	0x5143: "Qualcomm", 0x106b: "Apple", 0x1010: "Imagination", 0x10005: "Mesa"}
+
 func vendorName(id uint32) string {
-	switch id {
-	case 0x10de:
-		return "NVIDIA"
-	case 0x1002:
-		return "AMD"
-	case 0x8086:
-		return "Intel"
-	case 0x13b5:
-		return "ARM"
-	case 0x5143:
-		return "Qualcomm"
-	case 0x106b:
-		return "Apple"
-	case 0x1010:
-		return "Imagination"
-	case 0x10005:
-		return "Mesa"
+	if n, ok := vendorNames[id]; ok {
+		return n
 	}
 	return fmt.Sprintf("vendor %#x", id)
 }
@@ -187,6 +175,7 @@ func OpenCandidate(c Candidate, opts ...Option) (*Device, error) {
 		MaxWorkGroupSize: int(min(l.MaxComputeWorkGroupSize[0], l.MaxComputeWorkGroupInvocations)),
 		MaxGroupCount:    [3]int{int(l.MaxComputeWorkGroupCount[0]), int(l.MaxComputeWorkGroupCount[1]), int(l.MaxComputeWorkGroupCount[2])},
 		SubgroupSize:     pd.SubgroupSize,
+		SharedBytes:      int(l.MaxComputeSharedMemorySize),
 		Int64:            vd.Enabled.ShaderInt64,
 		Float64:          vd.Enabled.ShaderFloat64,
 		NaNPreserve32:    pd.NaNPreserve32,
@@ -227,20 +216,16 @@ func (d *Device) chooseMemory() error {
 		}
 		return -1
 	}
-	d.hostType = find(hostFlags, 0)
-	if d.hostType < 0 {
+	if d.hostType = find(hostFlags, 0); d.hostType < 0 {
 		return fmt.Errorf("vulkan: %s %q has no host-visible coherent memory", d.cand.ID, pd.Name)
 	}
 	unified := pd.Type == vk.DeviceTypeCPU || pd.Type == vk.DeviceTypeIntegratedGPU
 	if t := find(vk.MemoryDeviceLocal|hostFlags, 0); t >= 0 && unified && !d.cfg.staging {
 		d.devType, d.direct = t, true
-		return nil
-	}
-	if d.devType = find(vk.MemoryDeviceLocal, hostFlags&vk.MemoryHostVisible); d.devType < 0 {
-		d.devType = find(vk.MemoryDeviceLocal, 0)
-	}
-	if d.devType < 0 {
-		d.devType, d.direct = d.hostType, !d.cfg.staging
+	} else if d.devType = find(vk.MemoryDeviceLocal, vk.MemoryHostVisible); d.devType < 0 {
+		if d.devType = find(vk.MemoryDeviceLocal, 0); d.devType < 0 {
+			d.devType, d.direct = d.hostType, !d.cfg.staging
+		}
 	}
 	return nil
 }

@@ -240,18 +240,17 @@ func (e *Executable) load(sizes []uint64, kernels []*spirv.Kernel) error {
 	// Zero every slot (variables start at zero; this also touches the
 	// memory), then write the constants.
 	zeroing := "zeroing the storage of " + p.Name
-	if err := e.xfer.Begin(true); err != nil {
-		return d.execError(zeroing, err)
-	}
-	for _, s := range e.slots {
-		if err := e.xfer.FillBuffer(s.buf, 0, s.size, 0); err != nil {
-			return err
+	if err := e.recordXfer(zeroing, func() error {
+		for _, s := range e.slots {
+			if err := e.xfer.FillBuffer(s.buf, 0, s.size, 0); err != nil {
+				return err
+			}
 		}
-	}
-	e.xfer.Barrier(vk.StageTransfer, vk.StageTransfer|vk.StageComputeShader|vk.StageHost, vk.AccessTransferWrite,
-		vk.AccessTransferRead|vk.AccessTransferWrite|vk.AccessShaderRead|vk.AccessShaderWrite|vk.AccessHostRead|vk.AccessHostWrite)
-	if err := e.xfer.End(); err != nil {
-		return d.execError(zeroing, err)
+		e.xfer.Barrier(vk.StageTransfer, vk.StageTransfer|vk.StageComputeShader|vk.StageHost, vk.AccessTransferWrite,
+			vk.AccessTransferRead|vk.AccessTransferWrite|vk.AccessShaderRead|vk.AccessShaderWrite|vk.AccessHostRead|vk.AccessHostWrite)
+		return nil
+	}); err != nil {
+		return err
 	}
 	if err := e.submit(zeroing, true, e.xfer); err != nil {
 		return err
@@ -532,19 +531,28 @@ func (e *Executable) upload() (bool, error) {
 	if err := e.ensureStaging(n); err != nil {
 		return false, err
 	}
-	what := "recording uploads for " + e.p.Name
+	return true, e.recordXfer("recording uploads for "+e.p.Name, func() error {
+		var off uint64
+		for _, w := range writes {
+			copy(e.staging.mapped[off:], w.data)
+			e.xfer.CopyBuffer(e.staging.buf, e.slots[w.slot].buf, []vk.Copy{{SrcOffset: off, DstOffset: w.off, Size: uint64(len(w.data))}})
+			off += uint64(len(w.data))
+		}
+		e.xfer.Barrier(vk.StageTransfer, vk.StageComputeShader|vk.StageTransfer, vk.AccessTransferWrite,
+			vk.AccessShaderRead|vk.AccessShaderWrite|vk.AccessTransferRead|vk.AccessTransferWrite)
+		return nil
+	})
+}
+
+// recordXfer records the transfer command buffer (once-only) with rec.
+func (e *Executable) recordXfer(what string, rec func() error) error {
 	if err := e.xfer.Begin(true); err != nil {
-		return false, e.d.execError(what, err)
+		return e.d.execError(what, err)
 	}
-	var off uint64
-	for _, w := range writes {
-		copy(e.staging.mapped[off:], w.data)
-		e.xfer.CopyBuffer(e.staging.buf, e.slots[w.slot].buf, []vk.Copy{{SrcOffset: off, DstOffset: w.off, Size: uint64(len(w.data))}})
-		off += uint64(len(w.data))
+	if err := rec(); err != nil {
+		return err
 	}
-	e.xfer.Barrier(vk.StageTransfer, vk.StageComputeShader|vk.StageTransfer, vk.AccessTransferWrite,
-		vk.AccessShaderRead|vk.AccessShaderWrite|vk.AccessTransferRead|vk.AccessTransferWrite)
-	return true, e.d.execError(what, e.xfer.End())
+	return e.d.execError(what, e.xfer.End())
 }
 
 // ensureStaging makes the staging buffer hold at least n bytes.
@@ -651,15 +659,15 @@ func (e *Executable) read(what string, id int, dst any) error {
 	if err := e.ensureStaging(n); err != nil {
 		return err
 	}
-	if err := e.xfer.Begin(true); err != nil {
-		return e.d.execError("reading "+what, err)
+	err := e.recordXfer("reading "+what, func() error {
+		e.xfer.CopyBuffer(s.buf, e.staging.buf, []vk.Copy{{SrcOffset: off, DstOffset: 0, Size: n}})
+		e.xfer.Barrier(vk.StageTransfer, vk.StageHost, vk.AccessTransferWrite, vk.AccessHostRead)
+		return nil
+	})
+	if err == nil {
+		err = e.submit("reading "+what+" of "+e.p.Name, true, e.xfer)
 	}
-	e.xfer.CopyBuffer(s.buf, e.staging.buf, []vk.Copy{{SrcOffset: off, DstOffset: 0, Size: n}})
-	e.xfer.Barrier(vk.StageTransfer, vk.StageHost, vk.AccessTransferWrite, vk.AccessHostRead)
-	if err := e.xfer.End(); err != nil {
-		return e.d.execError("reading "+what, err)
-	}
-	if err := e.submit("reading "+what+" of "+e.p.Name, true, e.xfer); err != nil {
+	if err != nil {
 		return err
 	}
 	return fromDevice(b.DType, e.staging.mapped[:n], dst)

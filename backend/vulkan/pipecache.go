@@ -24,12 +24,11 @@ import (
 // rejects, is reported once as a warning on standard error and removed.
 // TARTAN_CACHE=off disables it.
 
-const pipeMagic = "TARTAN-VULKAN-PIPELINE-CACHE-1\n"
-
-const pipeHeader = len(pipeMagic) + 8 + sha256.Size
-
-// maxPipeData bounds a cache file's data.
-const maxPipeData = 1 << 30
+const (
+	pipeMagic   = "TARTAN-VULKAN-PIPELINE-CACHE-1\n"
+	pipeHeader  = len(pipeMagic) + 8 + sha256.Size
+	maxPipeData = 1 << 30 // the most data a cache file may hold
+)
 
 // defaultPipeDir returns $XDG_CACHE_HOME/tartan/vulkan, or
 // ~/.cache/tartan/vulkan, or "" when neither can be told or
@@ -61,21 +60,18 @@ func readPipeData(path string, pd *vk.PhysicalDevice) []byte {
 	if path == "" {
 		return nil
 	}
-	data, err := func() ([]byte, error) {
-		f, err := os.Open(path)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, int64(pipeHeader+maxPipeData+1)))
-		if err != nil {
-			return nil, err
-		}
-		return checkPipeData(b, pd)
-	}()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(io.LimitReader(f, int64(pipeHeader+maxPipeData+1)))
+		f.Close()
+	}
+	if err == nil {
+		data, err = checkPipeData(data, pd)
+	}
 	if err != nil {
 		pipeDamaged(path, err)
 		return nil
@@ -89,15 +85,14 @@ func checkPipeData(b []byte, pd *vk.PhysicalDevice) ([]byte, error) {
 	if len(b) < pipeHeader || !bytes.HasPrefix(b, []byte(pipeMagic)) {
 		return nil, fmt.Errorf("no cache file header (%d bytes)", len(b))
 	}
-	size := binary.LittleEndian.Uint64(b[len(pipeMagic):])
-	data := b[pipeHeader:]
+	le := binary.LittleEndian
+	size, data := le.Uint64(b[len(pipeMagic):]), b[pipeHeader:]
 	if size != uint64(len(data)) || size > maxPipeData {
 		return nil, fmt.Errorf("the file records %d bytes of data and holds %d", size, len(data))
 	}
 	if sum := sha256.Sum256(data); !bytes.Equal(sum[:], b[len(pipeMagic)+8:pipeHeader]) {
 		return nil, errors.New("the data's SHA-256 does not match")
 	}
-	le := binary.LittleEndian
 	if len(data) < 32 || le.Uint32(data) < 32 || le.Uint32(data[4:]) != 1 || le.Uint32(data[8:]) != pd.VendorID ||
 		le.Uint32(data[12:]) != pd.DeviceID || !bytes.Equal(data[16:32], pd.PipelineCacheUUID[:]) {
 		return nil, errors.New("the data's Vulkan header is not this device's")
@@ -117,10 +112,9 @@ func writePipeData(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	out := append([]byte(pipeMagic), binary.LittleEndian.AppendUint64(nil, uint64(len(data)))...)
 	sum := sha256.Sum256(data)
-	out = append(append(out, sum[:]...), data...)
-	_, err = f.Write(out)
+	out := binary.LittleEndian.AppendUint64([]byte(pipeMagic), uint64(len(data)))
+	_, err = f.Write(append(append(out, sum[:]...), data...))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -133,6 +127,14 @@ func writePipeData(path string, data []byte) error {
 	return err
 }
 
+// warnOut receives the warnings about damaged cache files; tests replace
+// it. warned holds the files already reported by this process.
+var (
+	warnMu  sync.Mutex
+	warnOut io.Writer = os.Stderr
+	warned            = map[string]bool{}
+)
+
 // pipeDamaged reports and removes a damaged cache file.
 func pipeDamaged(path string, why error) {
 	warnMu.Lock()
@@ -143,11 +145,3 @@ func pipeDamaged(path string, why error) {
 	warnMu.Unlock()
 	os.Remove(path)
 }
-
-// warnOut receives the warnings about damaged cache files; tests replace
-// it. warned holds the files already reported by this process.
-var (
-	warnMu  sync.Mutex
-	warnOut io.Writer = os.Stderr
-	warned            = map[string]bool{}
-)

@@ -27,11 +27,12 @@ const (
 	opFOrdGreaterThan, opFOrdLessEqual, opFOrdGreaterEq              = 186, 188, 190
 	opShiftRightLogic, opBitwiseXor                                  = 194, 198
 	opLoopMerge, opSelectionMerge, opLabel, opBranch, opBranchCond   = 246, 247, 248, 249, 250
-	opReturn, opExtension                                            = 253, 10
+	opReturn, opTypeArray, opControlBarrier, opExtension             = 253, 28, 224, 10
 
 	capShader, capFloat64, capInt64                      = 1, 10, 11
 	capSignedZeroInfNanPreserve                          = 4466
 	scInput, scFunction, scPushConstant, scStorageBuffer = 1, 7, 9, 12
+	scWorkgroup                                          = 4
 	decBlock, decArrayStride, decBuiltIn, decAliased     = 2, 6, 11, 20
 	decNonWritable, decBinding, decDescriptorSet         = 24, 33, 34
 	decOffset                                            = 35
@@ -91,16 +92,34 @@ func str(s string) []uint32 {
 	return w
 }
 
-// global declares (once per key) a type or constant with opcode op and
-// operands after its result id.
-func (m *module) global(key string, op uint32, operands ...uint32) uint32 {
+// once returns the id made for key, making it with mk the first time.
+func (m *module) once(key string, mk func() uint32) uint32 {
 	if id, ok := m.cache[key]; ok {
 		return id
 	}
-	id := m.id()
-	inst(&m.globals, op, append([]uint32{id}, operands...)...)
+	id := mk()
 	m.cache[key] = id
 	return id
+}
+
+// global declares (once per key) a type with opcode op and operands after
+// its result id.
+func (m *module) global(key string, op uint32, operands ...uint32) uint32 {
+	return m.once(key, func() uint32 {
+		id := m.id()
+		inst(&m.globals, op, append([]uint32{id}, operands...)...)
+		return id
+	})
+}
+
+// typed declares (once per key) a constant of type t: unlike a type, its
+// result id follows its type.
+func (m *module) typed(key string, op, t uint32, words ...uint32) uint32 {
+	return m.once(key, func() uint32 {
+		id := m.id()
+		inst(&m.globals, op, append([]uint32{t, id}, words...)...)
+		return id
+	})
 }
 
 // Types. Int64 and Float64 types add their capabilities.
@@ -111,28 +130,23 @@ func (m *module) tInt(bits uint32, signed bool) uint32 {
 	if bits == 64 {
 		m.caps[capInt64] = true
 	}
-	s := uint32(0)
-	if signed {
-		s = 1
-	}
-	return m.global("int"+strconv.Itoa(int(bits))+strconv.Itoa(int(s)), opTypeInt, bits, s)
+	s := uint32(b2i(signed))
+	return m.global(key("int", bits, s), opTypeInt, bits, s)
 }
 
 func (m *module) tFloat(bits uint32) uint32 {
 	if bits == 64 {
 		m.caps[capFloat64] = true
 	}
-	return m.global("float"+strconv.Itoa(int(bits)), opTypeFloat, bits)
+	return m.global(key("float", bits), opTypeFloat, bits)
 }
 
 func (m *module) tVec(elem, n uint32) uint32 {
 	return m.global(key("vec", elem, n), opTypeVector, elem, n)
 }
-
 func (m *module) tPtr(class, elem uint32) uint32 {
 	return m.global(key("ptr", class, elem), opTypePointer, class, elem)
 }
-
 func (m *module) tFunc(ret uint32) uint32 { return m.global(key("fn", ret), opTypeFunction, ret) }
 
 // tStruct declares a struct of the given members; key names it for reuse.
@@ -143,23 +157,21 @@ func (m *module) tStruct(k string, members ...uint32) uint32 {
 // tBlock returns the Block-decorated struct {elem data[];} of a storage
 // buffer whose elements have stride bytes.
 func (m *module) tBlock(elem, stride uint32) uint32 {
-	k := key("block", elem)
-	if id, ok := m.cache[k]; ok {
-		return id
-	}
-	arr := m.global(key("rtarray", elem), opTypeRuntimeArr, elem)
-	inst(&m.annots, opDecorate, arr, decArrayStride, stride)
-	s := m.global(k, opTypeStruct, arr)
-	inst(&m.annots, opDecorate, s, decBlock)
-	inst(&m.annots, opMemberDecorate, s, 0, decOffset, 0)
-	return s
+	return m.once(key("block", elem), func() uint32 {
+		arr := m.global(key("rtarray", elem), opTypeRuntimeArr, elem)
+		m.decorate(arr, decArrayStride, stride)
+		s := m.id()
+		inst(&m.globals, opTypeStruct, s, arr)
+		m.decorate(s, decBlock)
+		inst(&m.annots, opMemberDecorate, s, 0, decOffset, 0)
+		return s
+	})
 }
 
 func key(prefix string, ids ...uint32) string {
 	b := []byte(prefix)
 	for _, x := range ids {
-		b = append(b, ' ')
-		b = strconv.AppendUint(b, uint64(x), 10)
+		b = strconv.AppendUint(append(b, ' '), uint64(x), 10)
 	}
 	return string(b)
 }
@@ -168,18 +180,6 @@ func key(prefix string, ids ...uint32) string {
 // for 32-bit types, two, low word first, for 64-bit ones).
 func (m *module) constant(t uint32, words ...uint32) uint32 {
 	return m.typed(key("const", append([]uint32{t}, words...)...), opConstant, t, words...)
-}
-
-// typed declares (once per key) a constant of type t: unlike a type, its
-// result id follows its type.
-func (m *module) typed(key string, op, t uint32, words ...uint32) uint32 {
-	if id, ok := m.cache[key]; ok {
-		return id
-	}
-	id := m.id()
-	inst(&m.globals, op, append([]uint32{t, id}, words...)...)
-	m.cache[key] = id
-	return id
 }
 
 func (m *module) cBool(b bool) uint32 {
@@ -212,15 +212,12 @@ func (m *module) variable(class, t uint32) uint32 {
 // builtInGlobalInvocationID), once, and lists it in the entry point's
 // interface.
 func (m *module) builtin(b uint32) uint32 {
-	k := key("builtin", b)
-	if id, ok := m.cache[k]; ok {
+	return m.once(key("builtin", b), func() uint32 {
+		id := m.variable(scInput, m.tVec(m.tInt(32, false), 3))
+		m.decorate(id, decBuiltIn, b)
+		m.iface = append(m.iface, id)
 		return id
-	}
-	id := m.variable(scInput, m.tVec(m.tInt(32, false), 3))
-	inst(&m.annots, opDecorate, id, decBuiltIn, b)
-	m.iface = append(m.iface, id)
-	m.cache[k] = id
-	return id
+	})
 }
 
 func (m *module) name(id uint32, s string) {
@@ -268,9 +265,9 @@ func (m *module) ifThen(cond uint32, then func()) {
 	m.label(merge)
 }
 
-// loop emits the structured loop for (v = lo; v < hi; v++) over int32
-// values, calling body with the loaded counter.
-func (m *module) loop(lo, hi uint32, body func(v uint32)) {
+// loop emits the structured loop for (v = lo; v < hi; v += step) over
+// int32 values, calling body with the loaded counter.
+func (m *module) loop(lo, hi, step uint32, body func(v uint32)) {
 	i32 := m.tInt(32, true)
 	ctr := m.local(i32)
 	m.do(opStore, ctr, lo)
@@ -286,7 +283,7 @@ func (m *module) loop(lo, hi uint32, body func(v uint32)) {
 	body(v)
 	m.do(opBranch, cont)
 	m.label(cont)
-	m.do(opStore, ctr, m.op(opIAdd, i32, m.op(opLoad, i32, ctr), m.cInt(1)))
+	m.do(opStore, ctr, m.op(opIAdd, i32, m.op(opLoad, i32, ctr), step))
 	m.do(opBranch, header)
 	m.label(merge)
 }

@@ -53,27 +53,21 @@ type emitter struct {
 }
 
 // Emit returns kernel k of p as a compute shader for a device with target
-// t. Every invocation computes one output point (or, for a "scatter"
-// schedule, one column of the output, see kir.ScatterView) with the
-// semantics of kir.Interpret, except that sums, products and the other
-// aggregations run in the kernel's own dtype rather than in float64, and
-// that GLSL.std.450 has no double-precision transcendental functions: a
-// float64 exp or log (and so log1p, sigmoid and pow) reduces its argument
-// in float64 and has a float32 core, so float32's relative precision over
-// float64's range, and a float64 tanh or erf is computed in float32. On a
-// device without 64-bit integers, floats beyond ±2³¹ convert to int32 by
-// saturating rather than wrapping. The "gemm" and "reduce" strategies are
-// rendered as the loop nest.
+// t, with the semantics of kir.Interpret except that aggregations run in
+// the kernel's own dtype rather than in float64, and that GLSL.std.450 has
+// no double-precision transcendental functions: a float64 exp or log (and
+// so log1p, sigmoid and pow) reduces its argument in float64 around a
+// float32 core, and a float64 tanh or erf is computed in float32. Without
+// 64-bit integers, floats beyond ±2³¹ convert to int32 by saturating.
 //
-// Each kir buffer the kernel names has a binding of its own, even when two
-// of them share a storage slot (the runtime then binds that slot's storage
-// to both; such bindings are decorated Aliased). Index arithmetic is in
-// 32-bit integers: a kernel whose buffers, storage or loop space have 2³¹
-// elements or more is refused, as is one that needs 64-bit integers or
-// floats the target lacks.
-//
-// The program must be well formed (kir.Program.Validate); a malformed
-// kernel gives an error, never a panic or an invalid module.
+// An invocation computes one output point, or one column of a "scatter"
+// (kir.ScatterView). A "gemm" schedule runs as a tiled product (see
+// tiled), and a long reduction into few points as a work-group per point
+// (see lanes). Each kir buffer has a binding of its own, even when two
+// share a slot (those are decorated Aliased). Index arithmetic is 32-bit:
+// buffers, storage or loop spaces of 2³¹ elements or more are refused, as
+// are 64-bit types the target lacks. A malformed kernel (see
+// kir.Program.Validate) gives an error, never a panic or invalid module.
 func Emit(p *kir.Program, k int, t Target) (out *Kernel, err error) {
 	if p == nil || k < 0 || k >= len(p.Kernels) || p.Kernels[k] == nil {
 		return nil, fmt.Errorf("spirv: no kernel %d in the program", k)
@@ -163,15 +157,27 @@ func (e *emitter) kernel() (*Kernel, error) {
 	if total >= maxElems || total != p.Buffers[k.Out].Size() {
 		return nil, fmt.Errorf("loop space %v does not fit output b%d%v in 32-bit offsets", k.Shape, k.Out, p.Buffers[k.Out].Shape)
 	}
-	sv := k.Schedule.Scatter
-	scatter := k.Schedule.Strategy == "scatter" && sv != nil && scatterable(p, k, sv)
-	points := total
-	if scatter {
-		points = total / k.Shape[sv.Axis]
-	}
 	res := &Kernel{Name: k.Name, Bindings: ids, Writes: make([]bool, len(ids))}
 	res.Writes[0] = true
-	if err := e.grid(res, points); err != nil {
+	sv := k.Schedule.Scatter
+	scatter := k.Schedule.Strategy == "scatter" && sv != nil && scatterable(p, k, sv)
+	points, lanes, gemm := total, 1, e.tiled()
+	var err error
+	switch {
+	case scatter:
+		points /= k.Shape[sv.Axis]
+		err = e.grid(res, points, 0)
+	case gemm:
+		b, rows, cols, _ := k.Schedule.GEMM.Extents(k)
+		res.LocalSize, res.Groups = [3]int{gemmThreads, 1, 1}, [3]int{(cols + gemmTile - 1) / gemmTile, (rows + gemmTile - 1) / gemmTile, b}
+		if total == 0 {
+			res.LocalSize, res.Groups = [3]int{}, [3]int{}
+		}
+	default:
+		lanes = e.lanes()
+		err = e.grid(res, points, lanes)
+	}
+	if err != nil {
 		return nil, err
 	}
 
@@ -180,7 +186,7 @@ func (e *emitter) kernel() (*Kernel, error) {
 	for _, id := range ids {
 		slots[p.Buffers[id].Slot]++
 	}
-	u32 := m.tInt(32, false)
+	u32, i32 := m.tInt(32, false), m.tInt(32, true)
 	members := make([]uint32, len(ids))
 	for i := range members {
 		members[i] = u32
@@ -209,25 +215,33 @@ func (e *emitter) kernel() (*Kernel, error) {
 	}
 
 	// The entry block loads every base offset, so that they dominate all
-	// uses, and finds the invocation's linear index.
-	i32 := m.tInt(32, true)
+	// uses, and finds the invocation's (or work-group's) linear index.
 	for i, id := range ids {
 		ptr := m.op(opAccessChain, m.tPtr(scPushConstant, u32), pc, e.ci(i))
 		e.bind[id].base = m.op(opBitcast, i32, m.op(opLoad, u32, ptr))
 	}
-	gid := m.op(opLoad, m.tVec(u32, 3), m.builtin(builtInGlobalInvocationID))
-	lin := m.op(opCompositeExtr, u32, gid, 0)
-	if res.Groups[1] > 1 {
-		y := m.op(opCompositeExtr, u32, gid, 1)
-		lin = m.op(opIAdd, u32, lin, m.op(opIMul, u32, y, m.cUint(uint32(res.Groups[0]*res.LocalSize[0]))))
-	}
-	m.ifThen(m.op(opULessThan, m.tBool(), lin, m.cUint(uint32(points))), func() {
-		if scatter {
-			e.scatter(m.op(opBitcast, i32, lin), sv)
-		} else {
-			e.loops(m.op(opBitcast, i32, lin))
+	if gemm {
+		e.gemm(k.Schedule.GEMM)
+	} else {
+		id, per := m.op(opLoad, m.tVec(u32, 3), m.builtin(builtInGlobalInvocationID)), res.LocalSize[0]
+		if lanes > 1 {
+			id, per = m.op(opLoad, m.tVec(u32, 3), m.builtin(builtInWorkgroupID)), 1
 		}
-	})
+		lin := m.op(opCompositeExtr, u32, id, 0)
+		if res.Groups[1] > 1 {
+			y := m.op(opCompositeExtr, u32, id, 1)
+			lin = m.op(opIAdd, u32, lin, m.op(opIMul, u32, y, m.cUint(uint32(res.Groups[0]*per))))
+		}
+		in := m.op(opULessThan, m.tBool(), lin, m.cUint(uint32(points)))
+		lin = m.op(opBitcast, i32, lin)
+		m.ifThen(in, func() {
+			if scatter {
+				e.scatter(lin, sv)
+			} else {
+				e.loops(lin, lanes)
+			}
+		})
+	}
 	m.do(opReturn)
 	if e.err != nil {
 		return nil, e.err
@@ -251,16 +265,26 @@ func (e *emitter) kernel() (*Kernel, error) {
 	return res, nil
 }
 
-// grid sets the work-group size and counts for the given number of
-// invocations: a 1-D grid, or 2-D rows of MaxGroupCount[0] groups when
-// the points need more groups than that.
-func (e *emitter) grid(res *Kernel, points int) error {
-	ls := 64
-	if e.t.SubgroupSize > ls {
-		ls = e.t.SubgroupSize
-	}
+// builtin returns component c of a built-in uvec3 as an int32.
+func (e *emitter) builtin(b uint32, c uint32) uint32 {
+	m := e.m
+	v := m.op(opLoad, m.tVec(m.tInt(32, false), 3), m.builtin(b))
+	return m.op(opBitcast, m.tInt(32, true), m.op(opCompositeExtr, m.tInt(32, false), v, c))
+}
+
+// grid sets the work-group size and counts for the given number of points:
+// an invocation each (lanes 0 or 1), or a work-group of lanes invocations
+// each. The grid is 1-D, or 2-D rows of MaxGroupCount[0] groups when the
+// points need more groups than that.
+func (e *emitter) grid(res *Kernel, points, lanes int) error {
+	ls, n := max(64, e.t.SubgroupSize), points
 	if e.t.MaxWorkGroupSize > 0 && ls > e.t.MaxWorkGroupSize {
 		ls = e.t.MaxWorkGroupSize
+	}
+	if lanes > 1 {
+		ls = lanes
+	} else {
+		n = (points + ls - 1) / ls
 	}
 	maxX, maxY := e.t.MaxGroupCount[0], e.t.MaxGroupCount[1]
 	if maxX <= 0 {
@@ -269,93 +293,163 @@ func (e *emitter) grid(res *Kernel, points int) error {
 	if maxY <= 0 {
 		maxY = 65535
 	}
-	res.LocalSize = [3]int{ls, 1, 1}
-	n := (points + ls - 1) / ls
-	res.Groups = [3]int{n, 1, 1}
+	res.LocalSize, res.Groups = [3]int{ls, 1, 1}, [3]int{n, 1, 1}
 	if points == 0 {
 		res.Groups = [3]int{0, 0, 0}
 	}
 	if n > maxX {
 		res.Groups[0], res.Groups[1] = maxX, (n+maxX-1)/maxX
 		if res.Groups[1] > maxY {
-			return fmt.Errorf("%d invocations need more than %d×%d work-groups", points, maxX, maxY)
+			return fmt.Errorf("%d invocations need more than %d×%d work-groups", points*max(lanes, 1), maxX, maxY)
 		}
 	}
 	return nil
 }
 
-// loops emits the generic loop nest for the output point whose row-major
-// position is lin (an int32 id).
-func (e *emitter) loops(lin uint32) {
-	m, k := e.m, e.k
-	nout := len(k.Shape)
-	vars := make([]uint32, k.NumVars())
-	cur := lin
-	for d := nout - 1; d >= 0; d-- {
-		switch ext := k.Shape[d]; {
+// split returns the values of the loop variables of the given ranges at
+// row-major position x (an int32 id) of their box.
+func (e *emitter) split(x uint32, rs []kir.Range) []uint32 {
+	m, i32 := e.m, e.m.tInt(32, true)
+	out := make([]uint32, len(rs))
+	for d := len(rs) - 1; d >= 0; d-- {
+		ext, v := rs[d].Hi-rs[d].Lo+1, x
+		switch {
 		case ext <= 1:
-			vars[d] = e.ci(0)
-		case d == 0:
-			vars[d] = cur
-		default:
-			vars[d] = m.op(opSRem, m.tInt(32, true), cur, e.ci(ext))
-			cur = m.op(opSDiv, m.tInt(32, true), cur, e.ci(ext))
+			out[d] = e.ci(rs[d].Lo)
+			continue
+		case d > 0:
+			v = m.op(opSRem, i32, x, e.ci(ext))
+			x = m.op(opSDiv, i32, x, e.ci(ext))
+		}
+		if out[d] = v; rs[d].Lo != 0 {
+			out[d] = m.op(opIAdd, i32, v, e.ci(rs[d].Lo))
 		}
 	}
+	return out
+}
+
+// lanes returns the invocations that share one output point's reduction:
+// 64 for a reduction of many points into few outputs (the "reduce"
+// strategy, or a loop nest of at least 256 reduction points and at most
+// 2¹⁵ outputs) on a device with shared memory, else 1.
+func (e *emitter) lanes() int {
+	k, red := e.k, 1
+	for _, l := range k.Reduce {
+		red *= max(l.Hi-l.Lo+1, 0)
+	}
+	switch {
+	case len(k.Reduce) == 0 || k.Agg == tile.Assign || kindOf(k.Body.DType) == kBool || e.t.SharedBytes < 8192 || e.t.MaxWorkGroupSize < 64:
+		return 1
+	case k.Schedule.Strategy == "reduce" && red >= 64 || red >= 256 && k.Shape.Size() <= 1<<15:
+		return 64
+	}
+	return 1
+}
+
+// loops emits the generic loop nest for the output point whose row-major
+// position is lin (an int32 id). With lanes > 1 a work-group of that many
+// invocations computes the point: invocation i takes the reduction points
+// i, i+lanes, … in order, and the partial results are combined in shared
+// memory in a fixed tree, so that every run sums in the same order.
+func (e *emitter) loops(lin uint32, lanes int) {
+	m, k := e.m, e.k
+	nout := len(k.Shape)
 	ranges := k.VarRanges()
+	vars := append(e.split(lin, ranges[:nout]), make([]uint32, len(k.Reduce))...)
 	bk := kindOf(k.Body.DType)
-	bt := e.typ(bk)
-	var acc uint32
+	bt, bl := e.typ(bk), m.tBool()
 	if len(k.Reduce) == 0 {
-		s := e.scope(vars, ranges)
-		contrib, v := s.point()
-		acc = v
+		contrib, v := e.scope(vars, ranges).point()
 		if contrib != 0 {
-			acc = m.op(opSelect, bt, contrib, v, e.num(bk, 0))
+			v = m.op(opSelect, bt, contrib, v, e.num(bk, 0))
 		}
-	} else {
-		accVar, firstVar := m.local(bt), m.local(m.tBool())
-		m.do(opStore, accVar, e.num(bk, 0))
-		m.do(opStore, firstVar, m.cBool(true))
+		e.finish(vars, lin, v)
+		return
+	}
+	accVar, firstVar := m.local(bt), m.local(bl)
+	m.do(opStore, accVar, e.num(bk, 0))
+	m.do(opStore, firstVar, m.cBool(true))
+	step := func() {
+		contrib, v := e.scope(vars, ranges).point()
+		a := m.op(opLoad, bt, accVar)
+		first := m.op(opLoad, bl, firstVar)
+		nv := m.op(opSelect, bt, first, v, e.agg(k.Agg, bk, a, v))
+		if contrib != 0 {
+			nv = m.op(opSelect, bt, contrib, nv, a)
+			first = m.op(opLogicalAnd, bl, first, m.op(opLogicalNot, bl, contrib))
+		} else {
+			first = m.cBool(false)
+		}
+		m.do(opStore, accVar, nv)
+		m.do(opStore, firstVar, first)
+	}
+	for _, l := range k.Reduce {
+		if l.Hi >= math.MaxInt32 {
+			e.fail("reduction loop %s's range [%d, %d] needs 64-bit indices", l.Name, l.Lo, l.Hi)
+			return
+		}
+	}
+	if lanes == 1 {
 		var nest func(j int)
 		nest = func(j int) {
 			if j == len(k.Reduce) {
-				s := e.scope(vars, ranges)
-				contrib, v := s.point()
-				a := m.op(opLoad, bt, accVar)
-				first := m.op(opLoad, m.tBool(), firstVar)
-				nv := m.op(opSelect, bt, first, v, e.agg(k.Agg, bk, a, v))
-				if contrib != 0 {
-					nv = m.op(opSelect, bt, contrib, nv, a)
-					first = m.op(opLogicalAnd, m.tBool(), first, m.op(opLogicalNot, m.tBool(), contrib))
-				} else {
-					first = m.cBool(false)
-				}
-				m.do(opStore, accVar, nv)
-				m.do(opStore, firstVar, first)
+				step()
 				return
 			}
-			l := k.Reduce[j]
-			if l.Hi >= math.MaxInt32 {
-				e.fail("reduction loop %s's range [%d, %d] needs 64-bit indices", l.Name, l.Lo, l.Hi)
-				return
-			}
-			m.loop(e.ci(l.Lo), e.ci(l.Hi+1), func(v uint32) {
+			m.loop(e.ci(k.Reduce[j].Lo), e.ci(k.Reduce[j].Hi+1), e.ci(1), func(v uint32) {
 				vars[nout+j] = v
 				nest(j + 1)
 			})
 		}
 		nest(0)
-		acc = m.op(opLoad, bt, accVar)
+		e.finish(vars, lin, m.op(opLoad, bt, accVar))
+		return
 	}
+	red := 1
+	for _, l := range k.Reduce {
+		red *= l.Hi - l.Lo + 1
+	}
+	if red >= maxElems {
+		e.fail("the reduction's %d points need 64-bit indices", red)
+		return
+	}
+	lane := e.builtin(builtInLocalInvocationID, 0)
+	m.loop(lane, e.ci(red), e.ci(lanes), func(r uint32) {
+		copy(vars[nout:], e.split(r, ranges[nout:]))
+		step()
+	})
+	accs, firsts := e.shared(bt, lanes), e.shared(bl, lanes)
+	at := func(arr, t, i uint32) uint32 { return m.op(opAccessChain, m.tPtr(scWorkgroup, t), arr, i) }
+	m.do(opStore, at(accs, bt, lane), m.op(opLoad, bt, accVar))
+	m.do(opStore, at(firsts, bl, lane), m.op(opLoad, bl, firstVar))
+	e.barrier()
+	i32 := m.tInt(32, true)
+	for s := lanes / 2; s >= 1; s /= 2 {
+		m.ifThen(m.op(opSLessThan, bl, lane, e.ci(s)), func() {
+			o := m.op(opIAdd, i32, lane, e.ci(s))
+			a, b := m.op(opLoad, bt, at(accs, bt, lane)), m.op(opLoad, bt, at(accs, bt, o))
+			fa, fb := m.op(opLoad, bl, at(firsts, bl, lane)), m.op(opLoad, bl, at(firsts, bl, o))
+			v := m.op(opSelect, bt, fa, b, m.op(opSelect, bt, fb, a, e.agg(k.Agg, bk, a, b)))
+			m.do(opStore, at(accs, bt, lane), v)
+			m.do(opStore, at(firsts, bl, lane), m.op(opLogicalAnd, bl, fa, fb))
+		})
+		e.barrier()
+	}
+	m.ifThen(m.op(opIEqual, bl, lane, e.ci(0)), func() { e.finish(vars, lin, m.op(opLoad, bt, at(accs, bt, lane))) })
+}
+
+// finish applies the epilogue to the aggregated value acc of the output
+// point at vars and stores the result at position lin.
+func (e *emitter) finish(vars []uint32, lin, acc uint32) {
+	k := e.k
+	nout := len(k.Shape)
 	res, rdt := acc, k.Body.DType
 	if k.Epilogue != nil {
-		s := e.scope(vars[:nout], ranges[:nout])
+		s := e.scope(vars[:nout], k.VarRanges()[:nout])
 		s.acc, s.accDT = acc, k.Body.DType
 		res, rdt = s.expr(k.Epilogue), k.Epilogue.DType
 	}
-	out := e.p.Buffers[k.Out]
-	e.store(k.Out, lin, e.convert(rdt, out.DType, res))
+	e.store(k.Out, lin, e.convert(rdt, e.p.Buffers[k.Out].DType, res))
 }
 
 // point evaluates the Where conditions and the Body at the scope's point:
@@ -436,8 +530,7 @@ func (e *emitter) store(id int, off, v uint32) {
 
 // read loads element off of buffer id as a value of its dtype.
 func (e *emitter) read(id int, off uint32) uint32 {
-	b := e.bind[id]
-	v := e.m.op(opLoad, b.elem, e.element(id, off))
+	v := e.m.op(opLoad, e.bind[id].elem, e.element(id, off))
 	if e.p.Buffers[id].DType == tile.Bool {
 		v = e.m.op(opINotEqual, e.m.tBool(), v, e.ci(0))
 	}
@@ -478,20 +571,16 @@ func (e *emitter) scatter(lin uint32, v *kir.ScatterView) {
 	dst := m.op(opIAdd, i32, m.op(opIMul, i32, o, e.ci(rows*inner)), c)
 	src := m.op(opIAdd, i32, m.op(opIMul, i32, o, e.ci(nidx*inner)), c)
 	dk := kindOf(e.p.Buffers[k.Out].DType)
-	m.loop(e.ci(0), e.ci(rows), func(r uint32) {
+	m.loop(e.ci(0), e.ci(rows), e.ci(1), func(r uint32) {
 		e.store(k.Out, m.op(opIAdd, i32, dst, m.op(opIMul, i32, r, e.ci(inner))), e.num(dk, 0))
 	})
-	m.loop(e.ci(0), e.ci(nidx), func(j uint32) {
+	m.loop(e.ci(0), e.ci(nidx), e.ci(1), func(j uint32) {
 		x := e.index(e.p.Buffers[v.Indices].DType, e.read(v.Indices, j))
 		in := m.op(opLogicalAnd, m.tBool(), m.op(opSGreaterEqual, m.tBool(), x, e.ci(0)), m.op(opSLessThan, m.tBool(), x, e.ci(rows)))
 		m.ifThen(in, func() {
 			at := m.op(opIAdd, i32, dst, m.op(opIMul, i32, x, e.ci(inner)))
 			u := e.read(v.Updates, m.op(opIAdd, i32, src, m.op(opIMul, i32, j, e.ci(inner))))
-			op := uint32(opIAdd)
-			if dk.isFloat() {
-				op = opFAdd
-			}
-			e.store(k.Out, at, m.op(op, e.typ(dk), e.read(k.Out, at), u))
+			e.store(k.Out, at, e.agg(tile.Sum, dk, e.read(k.Out, at), u))
 		})
 	})
 }

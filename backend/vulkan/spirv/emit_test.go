@@ -17,7 +17,7 @@ import (
 )
 
 // full is a device with every optional feature, like lavapipe.
-var full = Target{MaxWorkGroupSize: 1024, MaxGroupCount: [3]int{65535, 65535, 65535}, SubgroupSize: 8, Int64: true, Float64: true, NaNPreserve32: true, NaNPreserve64: true}
+var full = Target{MaxWorkGroupSize: 1024, MaxGroupCount: [3]int{65535, 65535, 65535}, SubgroupSize: 8, SharedBytes: 32768, Int64: true, Float64: true, NaNPreserve32: true, NaNPreserve64: true}
 
 // tool returns the path of a SPIRV-Tools program, or skips the test.
 func tool(t *testing.T, name string) string {

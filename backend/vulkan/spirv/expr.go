@@ -261,11 +261,7 @@ func (e *emitter) apply(x *kir.Expr, a []uint32) uint32 {
 	case tile.Not:
 		return e.convert(tile.Bool, x.DType, m.op(opLogicalNot, bt, e.convert(dt, tile.Bool, a[0])))
 	case tile.And, tile.Or:
-		op := uint32(opLogicalAnd)
-		if f == tile.Or {
-			op = opLogicalOr
-		}
-		r := m.op(op, bt, e.convert(x.Args[0].DType, tile.Bool, a[0]), e.convert(dt, tile.Bool, a[1]))
+		r := m.op(map[bool]uint32{false: opLogicalAnd, true: opLogicalOr}[f == tile.Or], bt, e.convert(x.Args[0].DType, tile.Bool, a[0]), e.convert(dt, tile.Bool, a[1]))
 		return e.convert(tile.Bool, x.DType, r)
 	case tile.Select:
 		c := e.convert(x.Args[0].DType, tile.Bool, a[0])
@@ -326,12 +322,8 @@ func (e *emitter) intFn(f tile.Fn, k kind, a []uint32) uint32 {
 	case tile.Sign:
 		neg := m.op(opSelect, t, m.op(opSLessThan, bt, a[0], zero), minus, zero)
 		return m.op(opSelect, t, m.op(opSGreaterThan, bt, a[0], zero), one, neg)
-	case tile.Add:
-		return m.op(opIAdd, t, a[0], a[1])
-	case tile.Sub:
-		return m.op(opISub, t, a[0], a[1])
-	case tile.Mul:
-		return m.op(opIMul, t, a[0], a[1])
+	case tile.Add, tile.Sub, tile.Mul:
+		return m.op(map[tile.Fn]uint32{tile.Add: opIAdd, tile.Sub: opISub, tile.Mul: opIMul}[f], t, a[0], a[1])
 	case tile.Div:
 		// Truncating; a zero divisor gives 0, and -1 negates (wrapping).
 		z, n := m.op(opIEqual, bt, a[1], zero), m.op(opIEqual, bt, a[1], minus)
@@ -360,11 +352,15 @@ func (e *emitter) floatFn(f tile.Fn, k kind, a []uint32) uint32 {
 		}
 	}
 	c := func(v float64) uint32 { return e.num(k, v) }
+	if op, ok := map[tile.Fn]uint32{tile.Add: opFAdd, tile.Sub: opFSub, tile.Mul: opFMul, tile.Div: opFDiv}[f]; ok {
+		return m.op(op, t, a[0], a[1])
+	}
+	if n, ok := map[tile.Fn]uint32{tile.Abs: glslFAbs, tile.Floor: glslFloor, tile.Ceil: glslCeil}[f]; ok {
+		return m.ext(t, n, a[0])
+	}
 	switch f {
 	case tile.Neg:
 		return m.op(opFNegate, t, a[0])
-	case tile.Abs:
-		return m.ext(t, glslFAbs, a[0])
 	case tile.Sign:
 		neg := m.op(opSelect, t, m.op(opFOrdLessThan, bt, a[0], c(0)), c(-1), a[0])
 		return m.op(opSelect, t, m.op(opFOrdGreaterThan, bt, a[0], c(0)), c(1), neg)
@@ -396,20 +392,8 @@ func (e *emitter) floatFn(f tile.Fn, k kind, a []uint32) uint32 {
 		return m.op(opFDiv, t, c(1), m.op(opFAdd, t, c(1), e.exp(k, m.op(opFNegate, t, a[0]))))
 	case tile.Erf:
 		return e.erf(a[0])
-	case tile.Floor:
-		return m.ext(t, glslFloor, a[0])
-	case tile.Ceil:
-		return m.ext(t, glslCeil, a[0])
 	case tile.Recip:
 		return m.op(opFDiv, t, c(1), a[0])
-	case tile.Add:
-		return m.op(opFAdd, t, a[0], a[1])
-	case tile.Sub:
-		return m.op(opFSub, t, a[0], a[1])
-	case tile.Mul:
-		return m.op(opFMul, t, a[0], a[1])
-	case tile.Div:
-		return m.op(opFDiv, t, a[0], a[1])
 	case tile.Pow:
 		return e.pow(k, a[0], a[1])
 	case tile.Maximum, tile.Minimum:

@@ -54,6 +54,8 @@ type spvModule struct {
 	code      []spvInst
 	labels    map[uint32]int
 	localSize [3]int
+	builtin   map[uint32]uint32 // the BuiltIn of each Input variable
+	barrier   bool              // the code has OpControlBarrier
 }
 
 func parseModule(words []uint32) (*spvModule, error) {
@@ -61,7 +63,7 @@ func parseModule(words []uint32) (*spvModule, error) {
 		return nil, fmt.Errorf("not a SPIR-V module")
 	}
 	m := &spvModule{types: map[uint32]spvType{}, valueType: map[uint32]uint32{}, init: make([]val, words[3]),
-		binding: map[uint32]int{}, labels: map[uint32]int{}}
+		binding: map[uint32]int{}, labels: map[uint32]int{}, builtin: map[uint32]uint32{}}
 	vars := map[uint32]uint32{}
 	inFn := false
 	for w := words[5:]; len(w) > 0; {
@@ -75,6 +77,8 @@ func parseModule(words []uint32) (*spvModule, error) {
 			switch op {
 			case opLabel:
 				m.labels[a[0]] = len(m.code)
+			case opControlBarrier:
+				m.barrier = true
 			case opBranch, opBranchCond, opSelectionMerge, opLoopMerge, opReturn, opStore, opFunctionEnd:
 			default:
 				m.valueType[a[1]] = a[0]
@@ -91,6 +95,8 @@ func parseModule(words []uint32) (*spvModule, error) {
 			switch a[1] {
 			case decBinding:
 				m.binding[a[0]] = int(a[2])
+			case decBuiltIn:
+				m.builtin[a[0]] = a[2]
 			}
 		case opTypeVoid, opTypeBool, opTypeFunction:
 			m.types[a[0]] = spvType{op: op}
@@ -100,6 +106,8 @@ func parseModule(words []uint32) (*spvModule, error) {
 			m.types[a[0]] = spvType{op: op, width: a[1]}
 		case opTypeVector:
 			m.types[a[0]] = spvType{op: op, elem: a[1], n: a[2]}
+		case opTypeArray:
+			m.types[a[0]] = spvType{op: op, elem: a[1], n: uint32(m.init[a[2]].b)}
 		case opTypeRuntimeArr:
 			m.types[a[0]] = spvType{op: op, elem: a[1]}
 		case opTypeStruct:
@@ -126,7 +134,10 @@ func parseModule(words []uint32) (*spvModule, error) {
 		if !ok {
 			b = -1
 		}
-		m.init[id] = val{p: &ptr{class: class, binding: b}, set: true}
+		if class == scInput {
+			b = int(m.builtin[id])
+		}
+		m.init[id] = val{p: &ptr{class: class, binding: b, local: id}, set: true}
 	}
 	return m, nil
 }
@@ -140,12 +151,16 @@ func boolBits(b bool) uint64 {
 
 // invocation is one run of the entry point.
 type invocation struct {
-	m      *spvModule
-	gid    [3]uint32
-	push   []uint32
-	bufs   [][]byte // storage of each binding
-	env    []val
-	locals map[uint32]val
+	m       *spvModule
+	wg, lid [3]uint32 // the work-group's and the invocation's ids
+	// shared holds the work-group's Workgroup arrays; barrier waits for
+	// the rest of the work-group.
+	shared  map[uint32][]val
+	barrier func() error
+	push    []uint32
+	bufs    [][]byte // storage of each binding
+	env     []val
+	locals  map[uint32]val
 }
 
 func (in *invocation) get(id uint32) val {
@@ -167,7 +182,29 @@ func (in *invocation) load(t uint32, p *ptr) (val, error) {
 	case scFunction:
 		return in.locals[p.local], nil
 	case scInput:
-		return val{v: []val{{b: uint64(in.gid[0]), set: true}, {b: uint64(in.gid[1]), set: true}, {b: uint64(in.gid[2]), set: true}}}, nil
+		var v [3]uint32
+		for i := range v {
+			switch p.binding {
+			case builtInGlobalInvocationID:
+				v[i] = in.wg[i]*uint32(in.m.localSize[i]) + in.lid[i]
+			case builtInWorkgroupID:
+				v[i] = in.wg[i]
+			case builtInLocalInvocationID:
+				v[i] = in.lid[i]
+			default:
+				return val{}, fmt.Errorf("load of built-in %d", p.binding)
+			}
+		}
+		return val{v: []val{{b: uint64(v[0]), set: true}, {b: uint64(v[1]), set: true}, {b: uint64(v[2]), set: true}}}, nil
+	case scWorkgroup:
+		arr := in.shared[p.local]
+		if p.index < 0 || p.index >= len(arr) {
+			return val{}, fmt.Errorf("shared array %d: read of element %d of %d", p.local, p.index, len(arr))
+		}
+		if !arr[p.index].set {
+			return val{}, fmt.Errorf("shared array %d: read of element %d before any write", p.local, p.index)
+		}
+		return arr[p.index], nil
 	}
 	w := in.m.types[t].width / 8
 	buf := in.bufs[p.binding]
@@ -185,6 +222,14 @@ func (in *invocation) store(p *ptr, v val, t spvType) error {
 	switch p.class {
 	case scFunction:
 		in.locals[p.local] = v
+		return nil
+	case scWorkgroup:
+		arr := in.shared[p.local]
+		if p.index < 0 || p.index >= len(arr) {
+			return fmt.Errorf("shared array %d: write of element %d of %d", p.local, p.index, len(arr))
+		}
+		v.set = true
+		arr[p.index] = v
 		return nil
 	case scStorageBuffer:
 		w := int(t.width / 8)
@@ -247,6 +292,11 @@ func (in *invocation) run() error {
 			continue
 		case opReturn:
 			return nil
+		case opControlBarrier:
+			if err := in.barrier(); err != nil {
+				return err
+			}
+			continue
 		case opBranch:
 			jump(a[0])
 			continue
@@ -280,7 +330,7 @@ func (in *invocation) run() error {
 		case opAccessChain:
 			base := in.get(a[2]).p
 			q := *base
-			if base.class == scPushConstant {
+			if base.class == scPushConstant || base.class == scWorkgroup {
 				q.index = int(in.get(a[3]).b)
 			} else {
 				q.index = int(sext(in.get(a[4]).b, 32))

@@ -16,6 +16,9 @@ type Target struct {
 	MaxGroupCount [3]int
 	// SubgroupSize is the device's sub-group width (0: unknown).
 	SubgroupSize int
+	// SharedBytes is maxComputeSharedMemorySize; without 8 KiB of it
+	// products and reductions run as loop nests.
+	SharedBytes int
 	// Int64 and Float64 report shaderInt64 and shaderFloat64.
 	Int64, Float64 bool
 	// NaNPreserve32 and NaNPreserve64 report
@@ -25,31 +28,21 @@ type Target struct {
 	NaNPreserve32, NaNPreserve64 bool
 }
 
-// Kernel is one kir kernel as a compute shader, with what the runtime needs
-// to dispatch it.
+// Kernel is one kir kernel as a compute shader ("main", GLCompute), with
+// what the runtime needs to dispatch it. Binding i of descriptor set 0 is
+// the storage of the slot holding buffer Bindings[i] (the output first,
+// each buffer once), written by the kernel when Writes[i]. The
+// push-constant block holds a 32-bit element offset per binding: where
+// the buffer starts in its slot, in elements of its storage type
+// (kir.Buffer.Base at the current step). LocalSize is the work-group
+// size and Groups the work-groups to dispatch, all 0 when the kernel has
+// no points.
 type Kernel struct {
-	// Name is the kir kernel's name.
-	Name string
-	// Words is the SPIR-V module; its entry point is "main", GLCompute.
-	Words []uint32
-	// Bindings lists kir buffer ids: binding i of descriptor set 0 is the
-	// storage buffer of the slot holding buffer Bindings[i] (the whole
-	// slot's storage, from its start). The output buffer is binding 0;
-	// each buffer appears once, and two buffers of one slot have a binding
-	// each (the module decorates them Aliased).
-	Bindings []int
-	// Writes[i] reports whether the kernel writes binding i.
-	Writes []bool
-	// The push-constant block holds one 32-bit unsigned integer per
-	// binding, in binding order: the element offset of that buffer's first
-	// element within its slot's storage, counted in elements of the
-	// buffer's storage type (kir.Buffer.Base at the current step).
-	//
-	// LocalSize is the work-group size the module declares, and Groups
-	// the work-group counts to dispatch: all 0 when the kernel has no
-	// points, so that nothing is to be dispatched.
-	LocalSize [3]int
-	Groups    [3]int
+	Name              string
+	Words             []uint32
+	Bindings          []int
+	Writes            []bool
+	LocalSize, Groups [3]int
 }
 
 // PushConstantBytes returns the size of the kernel's push-constant block.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/tartanml/tartan/backend"
@@ -57,17 +58,62 @@ func runProgram(p *kir.Program, t Target, inputs map[int][]float64) ([][]float64
 	}
 	run := func(i int) error {
 		k, m := emitted[i], kernels[i]
-		in := &invocation{m: m, push: make([]uint32, len(k.Bindings)), bufs: make([][]byte, len(k.Bindings))}
-		for j, id := range k.Bindings {
-			in.push[j] = uint32(base[id])
-			in.bufs[j] = slot[p.Buffers[id].Slot]
+		newInv := func() *invocation {
+			in := &invocation{m: m, push: make([]uint32, len(k.Bindings)), bufs: make([][]byte, len(k.Bindings))}
+			for j, id := range k.Bindings {
+				in.push[j] = uint32(base[id])
+				in.bufs[j] = slot[p.Buffers[id].Slot]
+			}
+			return in
 		}
-		for gy := range k.Groups[1] {
-			for gx := range k.Groups[0] {
-				for lx := range k.LocalSize[0] {
-					in.gid = [3]uint32{uint32(gx*k.LocalSize[0] + lx), uint32(gy), 0}
-					if err := in.run(); err != nil {
-						return fmt.Errorf("kernel %d (%s), invocation %v: %w", i, p.Kernels[i].Name, in.gid, err)
+		fail := func(in *invocation, err error) error {
+			return fmt.Errorf("kernel %d (%s), work-group %v, invocation %v: %w", i, p.Kernels[i].Name, in.wg, in.lid, err)
+		}
+		n := k.LocalSize[0] * k.LocalSize[1] * k.LocalSize[2]
+		seq := newInv()
+		for gz := range k.Groups[2] {
+			for gy := range k.Groups[1] {
+				for gx := range k.Groups[0] {
+					wg := [3]uint32{uint32(gx), uint32(gy), uint32(gz)}
+					if !m.barrier {
+						for l := range n {
+							seq.wg, seq.lid = wg, [3]uint32{uint32(l % k.LocalSize[0]), uint32(l / k.LocalSize[0] % k.LocalSize[1]), uint32(l / k.LocalSize[0] / k.LocalSize[1])}
+							if err := seq.run(); err != nil {
+								return fail(seq, err)
+							}
+						}
+						continue
+					}
+					// A work-group with barriers runs as goroutines, one per
+					// invocation, sharing its Workgroup arrays.
+					shared := map[uint32][]val{}
+					for id, t := range m.valueType {
+						if pt := m.types[t]; pt.op == opTypePointer && pt.n == scWorkgroup {
+							shared[id] = make([]val, m.types[pt.elem].n)
+						}
+					}
+					b := newBarrier(n)
+					errs := make(chan error, n)
+					for l := range n {
+						in := newInv()
+						in.wg, in.lid, in.shared, in.barrier = wg, [3]uint32{uint32(l), 0, 0}, shared, b.wait
+						go func() {
+							err := in.run()
+							b.leave()
+							if err != nil {
+								err = fail(in, err)
+							}
+							errs <- err
+						}()
+					}
+					var first error
+					for range n {
+						if err := <-errs; err != nil && first == nil {
+							first = err
+						}
+					}
+					if first != nil {
+						return first
 					}
 				}
 			}
@@ -248,4 +294,51 @@ func TestInterpretedMinimalTarget(t *testing.T) {
 		t.Fatalf("300 points on 4 groups of 32 a row: %+v, %v", k, err)
 	}
 	checkProgram(t, p, minimal, inputs)
+}
+
+// barrier is a reusable barrier for the n invocations of a work-group; an
+// invocation that returns while others wait at it (a barrier outside
+// uniform control flow) breaks it, failing every wait.
+type barrier struct {
+	mu                    sync.Mutex
+	cond                  *sync.Cond
+	n, waiting, gen, gone int
+	broken                bool
+}
+
+func newBarrier(n int) *barrier {
+	b := &barrier{n: n}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *barrier) wait() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone > 0 || b.broken {
+		b.broken = true
+		b.cond.Broadcast()
+		return fmt.Errorf("barrier reached after %d invocations returned", b.gone)
+	}
+	if b.waiting++; b.waiting == b.n {
+		b.waiting, b.gen = 0, b.gen+1
+		b.cond.Broadcast()
+		return nil
+	}
+	for g := b.gen; g == b.gen && !b.broken; {
+		b.cond.Wait()
+	}
+	if b.broken {
+		return fmt.Errorf("the work-group left a barrier in non-uniform control flow")
+	}
+	return nil
+}
+
+func (b *barrier) leave() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone++; b.waiting > 0 {
+		b.broken = true
+		b.cond.Broadcast()
+	}
 }

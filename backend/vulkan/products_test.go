@@ -1,0 +1,121 @@
+package vulkan
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/backend/reference"
+	"github.com/tartanml/tartan/backend/vulkan/spirv"
+	"github.com/tartanml/tartan/compile"
+	"github.com/tartanml/tartan/op"
+	"github.com/tartanml/tartan/tile"
+)
+
+// TestProducts runs matrix products of odd sizes (batched, with the
+// transposed operands of gradients, interleaved output groups, padded
+// operands, an epilogue) and long reductions into few outputs, and
+// compares them with the reference backend. Each case must take the path
+// it names: the tiled product (work-groups of 256) or the work-group
+// reduction (one work-group of 64 per output point).
+func TestProducts(t *testing.T) {
+	d := openTest(t)
+	cases := []struct {
+		name, src string
+		shapes    map[string]tile.Shape
+		sizes     map[string]int
+		local     int // the work-group size of the kernel computing the result
+		epilogue  bool
+	}{
+		{"batched", "C[b, m, n : B, M, N] = +(A[b, m, k] * W[b, k, n])",
+			map[string]tile.Shape{"A": {3, 67, 131}, "W": {3, 131, 45}}, map[string]int{"B": 3, "M": 67, "N": 45}, 256, false},
+		{"dx", "G[m, k : M, K] = +(D[m, n] * W[k, n])",
+			map[string]tile.Shape{"D": {67, 45}, "W": {131, 45}}, map[string]int{"M": 67, "K": 131}, 256, false},
+		{"dw", "G[k, n : K, N] = +(X[m, k] * D[m, n])",
+			map[string]tile.Shape{"X": {67, 131}, "D": {67, 45}}, map[string]int{"K": 131, "N": 45}, 256, true},
+		{"interleaved", "O[i, h, d : I, H, D] = +(P[h, i, j] * V[j, h, d])",
+			map[string]tile.Shape{"P": {4, 70, 33}, "V": {33, 4, 9}}, map[string]int{"I": 70, "H": 4, "D": 9}, 256, true},
+		{"column-sums", "S[k : K] = +(X[i, k])",
+			map[string]tile.Shape{"X": {5000, 3}}, map[string]int{"K": 3}, 64, false},
+		{"row-max", "S[i : I] = >(X[i, k])",
+			map[string]tile.Shape{"X": {7, 3001}}, map[string]int{"I": 7}, 64, true},
+		{"window-sum", "S[c : C] = +(X[n, y + j, c]), j < 3",
+			map[string]tile.Shape{"X": {40, 30, 5}}, map[string]int{"C": 5}, 64, false},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := tile.NewGraph(c.name)
+			ops := map[string]*tile.Tensor{}
+			inputs := map[string][]float32{}
+			for name, sh := range c.shapes {
+				ops[name] = g.Input(name, tile.Float32, sh)
+				v := make([]float32, sh.Size())
+				for i := range v {
+					v[i] = float32(r.NormFloat64())
+				}
+				inputs[name] = v
+			}
+			o := tile.ParseContraction(g, c.src, ops, c.sizes)
+			if c.epilogue {
+				o = op.ReLU(g, g.Add(o, g.ScalarLike(o, 0.25)))
+			}
+			g.SetOutput("o", o)
+			if err := g.Err(); err != nil {
+				t.Fatal(err)
+			}
+			p, err := compile.Compile(g, d.Target())
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for i := range p.Kernels {
+				k, err := spirv.Emit(p, i, d.SPIRVTarget())
+				if err != nil {
+					t.Fatal(err)
+				}
+				found = found || k.LocalSize[0] == c.local && (c.local == 256 || k.Groups[0]*k.Groups[1] >= p.Kernels[i].Shape.Size())
+			}
+			if !found {
+				t.Fatalf("no kernel in work-groups of %d:\n%v", c.local, p)
+			}
+			got := run(t, d, g, inputs)
+			want := run(t, reference.New(), g, inputs)
+			for i := range want {
+				if diff := math.Abs(float64(got[i] - want[i])); diff > 1e-4*(1+math.Abs(float64(want[i]))) {
+					t.Fatalf("o[%d] = %v, want %v", i, got[i], want[i])
+				}
+			}
+			again := run(t, d, g, inputs)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(again[i]) {
+					t.Fatalf("o[%d] = %v, then %v: results differ between runs", i, got[i], again[i])
+				}
+			}
+		})
+	}
+}
+
+// run compiles g on d, runs it once on the inputs and returns its output.
+func run(t *testing.T, d backend.Device, g *tile.Graph, inputs map[string][]float32) []float32 {
+	t.Helper()
+	x, err := d.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for name, v := range inputs {
+		if err := x.SetInput(name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, g.Outputs()[0].Tensor.Shape().Size())
+	if err := x.ReadOutput("o", out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
