@@ -11,7 +11,10 @@ import "fmt"
 // loop is a K loop. The factor whose group's first loop comes first is A,
 // its group M. Within each group the variables are in loop order.
 //
-// The groups may interleave in the output: attention's products write
+// Each of M and N is one run of loops in the output: a factor's own loops
+// before the innermost run of them are batch loops read by that factor
+// only (see contiguous).
+// Batch loops may still interleave with the groups: attention's products write
 // [batch, rows, heads, cols], the heads being a batch loop between the M
 // and N loops. A backend lays the product out by the output's strides.
 // GEMMGroups returns nil and the reason when an output loop is read by
@@ -39,6 +42,10 @@ func GEMMGroups(k *Kernel, a, b *Expr, reads func(f, v int) bool) (*GEMMView, st
 		default:
 			return nil, fmt.Sprintf("output loop x%d is read by neither operand", v)
 		}
+	}
+	contiguous(k.Shape, labels, only0)
+	contiguous(k.Shape, labels, only1)
+	for v := range r {
 		if first < 0 && labels[v] != batch {
 			first = labels[v] - only0
 		}
@@ -63,6 +70,27 @@ func GEMMGroups(k *Kernel, a, b *Expr, reads func(f, v int) bool) (*GEMMView, st
 		view.K = append(view.K, r+j)
 	}
 	return view, ""
+}
+
+// contiguous makes the loops labelled own one run in the output: its
+// innermost run is kept, and its loops before that run become batch loops
+// (label 0), read by one factor only. A channels-first convolution writes
+// [n, c, h, w] with n, h and w read by the image only; n then becomes a
+// batch loop, so that each image is one dense product, instead of the three
+// loops forming no matrix at all. Loops of extent 1 never split a run.
+func contiguous(shape []int, labels []int, own int) {
+	v := len(labels) - 1
+	for v >= 0 && (shape[v] <= 1 || labels[v] != own) {
+		v--
+	}
+	for v >= 0 && (shape[v] <= 1 || labels[v] == own) {
+		v--
+	}
+	for ; v >= 0; v-- {
+		if labels[v] == own {
+			labels[v] = 0
+		}
+	}
 }
 
 // IxVars adds to set the loop variables index expression x reads, including

@@ -56,6 +56,18 @@ func opCases() []Case {
 		conv("conv/2d_groups", tile.Shape{2, 6, 6, 4}, tile.Shape{3, 3, 2, 6}, op.ConvOptions{Groups: 2, Padding: same}, op.Conv2D),
 		conv("conv/3d", tile.Shape{1, 4, 5, 4, 2}, tile.Shape{2, 3, 2, 2, 3}, op.ConvOptions{}, op.Conv3D),
 		conv("conv/depthwise", tile.Shape{2, 7, 6, 3}, tile.Shape{3, 3, 3, 2}, op.ConvOptions{Padding: same}, op.DepthwiseConv2D),
+		{Name: "conv/channels_first", Grad: true, Build: func(b *Builder) {
+			// ONNX's layout: x (N, C, H, W), w (M, C, 3, 3), padding 1. The
+			// images are a batch loop of the matrix product, read by x
+			// only, between which the weights' M loop lies in the output.
+			x := b.Input("x", f32, tile.Shape{3, 4, 6, 5}, nil)
+			w := b.Input("w", f32, tile.Shape{7, 4, 3, 3}, nil)
+			n, m, c := tile.Ix("n"), tile.Ix("m"), tile.Ix("c")
+			y0, y1, k0, k1 := tile.Ix("y0"), tile.Ix("y1"), tile.Ix("k0"), tile.Ix("k1")
+			b.Output("y", b.G.Contract(tile.Sum, tile.CombMul, tile.Shape{3, 7, 6, 5}, []tile.Affine{n, m, y0, y1},
+				[]tile.Operand{{Tensor: x, Index: []tile.Affine{n, c, y0.Plus(k0).AddConst(-1), y1.Plus(k1).AddConst(-1)}},
+					{Tensor: w, Index: []tile.Affine{m, c, k0, k1}}}))
+		}},
 		conv("conv/wide_channels", tile.Shape{2, 6, 7, 40}, tile.Shape{2, 2, 40, 33}, op.ConvOptions{Padding: same}, op.Conv2D),
 		pool("pool/max1d", tile.Shape{2, 9, 3}, op.PoolOptions{Size: []int{3}, Strides: []int{2}}, op.MaxPool1D),
 		pool("pool/max2d", tile.Shape{2, 8, 6, 5}, op.PoolOptions{}, op.MaxPool2D),
