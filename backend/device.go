@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -209,6 +210,46 @@ func (e *OutOfMemoryError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrOutOfMemory.
 func (e *OutOfMemoryError) Is(target error) bool { return target == ErrOutOfMemory }
+
+// ErrDeviceLost is matched (errors.Is) by the errors of a device that
+// stopped working: a kernel faulted, the driver reset it or it went away.
+var ErrDeviceLost = errors.New("device lost")
+
+// LostError reports a lost device: Op, the operation that found the loss,
+// failed with Err. A backend returns the same LostError for every later call
+// on the device. It matches ErrDeviceLost.
+type LostError struct {
+	// Backend and Device are as in OutOfMemoryError.
+	Backend, Device string
+	Op              string
+	Err             error
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("%s: device %s lost (a kernel faulted or the driver reset the device); results are unavailable and the device must be reopened: %s: %v",
+		e.Backend, e.Device, e.Op, e.Err)
+}
+
+// Unwrap returns the failure of the operation.
+func (e *LostError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrDeviceLost.
+func (e *LostError) Is(target error) bool { return target == ErrDeviceLost }
+
+// UserPath returns $env/tartan/name, or ~/home/tartan/name when env is
+// unset: env and home are XDG_CACHE_HOME and .cache, or XDG_CONFIG_HOME and
+// .config. When the home directory is unknown too, the error says so,
+// calling the directory what.
+func UserPath(env, home, what, name string) (string, error) {
+	if d := os.Getenv(env); d != "" {
+		return filepath.Join(d, "tartan", name), nil
+	}
+	h, err := os.UserHomeDir()
+	if err != nil || h == "" {
+		return "", fmt.Errorf("no %s directory: $%s is unset and the home directory is unknown (%v)", what, env, err)
+	}
+	return filepath.Join(h, home, "tartan", name), nil
+}
 
 // EnvMemoryLimit names the environment variable that caps the host memory
 // the programs of a CPU device may hold together, in bytes (see ParseBytes).

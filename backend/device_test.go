@@ -62,3 +62,26 @@ func TestOutOfMemoryError(t *testing.T) {
 		t.Errorf("allocation failure: %v", err)
 	}
 }
+
+func TestLostError(t *testing.T) {
+	cause := errors.New("VK_ERROR_DEVICE_LOST")
+	for _, c := range []struct {
+		err  error
+		op   string // the Op errors.As finds
+		want string // the whole message
+	}{
+		{&LostError{Backend: "vulkan", Device: `vulkan:0 "llvmpipe"`, Op: "submitting p", Err: cause}, "submitting p",
+			`vulkan: device vulkan:0 "llvmpipe" lost (a kernel faulted or the driver reset the device); results are unavailable and the device must be reopened: submitting p: VK_ERROR_DEVICE_LOST`},
+		{fmt.Errorf("nn: Fit: %w", &LostError{Backend: "opencl", Device: `opencl:0:0 "cpu"`, Op: "reading y", Err: cause}), "reading y",
+			`nn: Fit: opencl: device opencl:0:0 "cpu" lost (a kernel faulted or the driver reset the device); results are unavailable and the device must be reopened: reading y: VK_ERROR_DEVICE_LOST`},
+	} {
+		var lost *LostError
+		if !errors.As(c.err, &lost) || lost.Op != c.op || !errors.Is(c.err, ErrDeviceLost) || !errors.Is(c.err, cause) || errors.Is(c.err, ErrOutOfMemory) {
+			t.Errorf("%v: errors.As finds %+v; errors.Is ErrDeviceLost %v, the cause %v, ErrOutOfMemory %v",
+				c.err, lost, errors.Is(c.err, ErrDeviceLost), errors.Is(c.err, cause), errors.Is(c.err, ErrOutOfMemory))
+		}
+		if c.err.Error() != c.want {
+			t.Errorf("got  %s\nwant %s", c.err, c.want)
+		}
+	}
+}

@@ -8,9 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/opencl"
 	"github.com/tartanml/tartan/backend/vulkan"
 	"github.com/tartanml/tartan/internal/fileinfo"
@@ -30,14 +30,7 @@ type Config struct {
 // ConfigPath returns $XDG_CONFIG_HOME/tartan/config.json, or
 // ~/.config/tartan/config.json when XDG_CONFIG_HOME is unset.
 func ConfigPath() (string, error) {
-	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
-		return filepath.Join(d, "tartan", "config.json"), nil
-	}
-	h, err := os.UserHomeDir()
-	if err != nil || h == "" {
-		return "", fmt.Errorf("no configuration directory: $XDG_CONFIG_HOME is unset and the home directory is unknown (%v)", err)
-	}
-	return filepath.Join(h, ".config", "tartan", "config.json"), nil
+	return backend.UserPath("XDG_CONFIG_HOME", ".config", "configuration", "config.json")
 }
 
 // LoadConfig reads the config file. A missing file is an empty Config, not

@@ -31,15 +31,29 @@ func isolate(t *testing.T) string {
 	return filepath.Join(dir, "tartan", "config.json")
 }
 
-func TestConfigPath(t *testing.T) {
-	t.Setenv("XDG_CONFIG_HOME", "/x/cfg")
-	if p, err := ConfigPath(); err != nil || p != "/x/cfg/tartan/config.json" {
-		t.Errorf("with XDG_CONFIG_HOME: %q, %v", p, err)
-	}
-	t.Setenv("XDG_CONFIG_HOME", "")
-	t.Setenv("HOME", "/home/someone")
-	if p, err := ConfigPath(); err != nil || p != "/home/someone/.config/tartan/config.json" {
-		t.Errorf("default: %q, %v", p, err)
+// TestUserPaths: the config file and the measurement cache go under their
+// XDG directory when it is set, else under the home directory's default.
+func TestUserPaths(t *testing.T) {
+	// $XDG_CONFIG_HOME, $XDG_CACHE_HOME, $HOME, then what ConfigPath and
+	// MeasureCachePath return: a path, or the start of an error.
+	for _, c := range [][5]string{
+		{"/x/cfg", "/x/cache", "/home/u", "/x/cfg/tartan/config.json", "/x/cache/tartan/measurements.json"},
+		{"", "", "/home/u", "/home/u/.config/tartan/config.json", "/home/u/.cache/tartan/measurements.json"},
+		{"/x/cfg", "", "", "/x/cfg/tartan/config.json", "no cache directory: $XDG_CACHE_HOME is unset and the home directory is unknown"},
+		{"", "/x/cache", "", "no configuration directory: $XDG_CONFIG_HOME is unset", "/x/cache/tartan/measurements.json"},
+	} {
+		t.Setenv("XDG_CONFIG_HOME", c[0])
+		t.Setenv("XDG_CACHE_HOME", c[1])
+		t.Setenv("HOME", c[2])
+		for i, path := range []func() (string, error){ConfigPath, MeasureCachePath} {
+			p, err := path()
+			if err != nil {
+				p = err.Error()
+			}
+			if want := c[3+i]; p != want && (err == nil || !strings.HasPrefix(p, want)) {
+				t.Errorf("%q, path %d: %q, want %q", c[:3], i, p, want)
+			}
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/internal/fileinfo"
 )
 
@@ -53,14 +54,7 @@ const maxCachedStep = time.Hour
 // MeasureCachePath returns $XDG_CACHE_HOME/tartan/measurements.json, or
 // ~/.cache/tartan/measurements.json when XDG_CACHE_HOME is unset.
 func MeasureCachePath() (string, error) {
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "tartan", "measurements.json"), nil
-	}
-	h, err := os.UserHomeDir()
-	if err != nil || h == "" {
-		return "", fmt.Errorf("no cache directory: $XDG_CACHE_HOME is unset and the home directory is unknown (%v)", err)
-	}
-	return filepath.Join(h, ".cache", "tartan", "measurements.json"), nil
+	return backend.UserPath("XDG_CACHE_HOME", ".cache", "cache", "measurements.json")
 }
 
 // errOtherWorkload is matched by the error of a cache written for another

@@ -35,18 +35,6 @@ const cacheHeader = len(cacheMagic) + 8 + sha256.Size
 // maxBinary bounds the size of a cached binary; no program comes near.
 const maxBinary = 1 << 30
 
-// defaultCacheDir returns $XDG_CACHE_HOME/tartan/opencl, or
-// ~/.cache/tartan/opencl, or "" when neither can be determined.
-func defaultCacheDir() string {
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "tartan", "opencl")
-	}
-	if h, err := os.UserHomeDir(); err == nil && h != "" {
-		return filepath.Join(h, ".cache", "tartan", "opencl")
-	}
-	return ""
-}
-
 // cacheKey hashes the parts, each length-prefixed so that no two different
 // lists collide by concatenation.
 func cacheKey(parts ...string) string {

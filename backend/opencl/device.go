@@ -219,7 +219,7 @@ func OpenCandidate(c Candidate, opts ...Option) (*Device, error) {
 		return nil, fmt.Errorf("opencl: opening %s %q: %w", c.ID, info.Name, err)
 	}
 	d := &Device{cand: c, info: info, ctx: ctx, queue: q, cfg: cfg}
-	d.cache.dir = defaultCacheDir()
+	d.cache.dir, _ = backend.UserPath("XDG_CACHE_HOME", ".cache", "cache", "opencl")
 	if cfg.cacheDir != nil {
 		d.cache.dir = *cfg.cacheDir
 	}
@@ -328,38 +328,23 @@ func (d *Device) usable() error {
 	return nil
 }
 
-// ErrDeviceLost is matched (errors.Is) by errors reporting that the device
-// stopped working: a kernel faulted, the driver reset it or it went away.
-var ErrDeviceLost = errors.New("opencl: device lost")
-
-type lostError struct {
-	id, name string
-	err      error
-}
-
-func (e *lostError) Error() string {
-	return fmt.Sprintf("opencl: device %s %q lost (a kernel faulted or the driver reset the device); results are unavailable and the device must be reopened: %v", e.id, e.name, e.err)
-}
-func (e *lostError) Unwrap() error        { return e.err }
-func (e *lostError) Is(target error) bool { return target == ErrDeviceLost }
-
 // execError interprets an error of a queue command: codes that mean the
 // device can no longer run commands mark it lost.
 func (d *Device) execError(what string, err error) error {
 	if err == nil {
 		return nil
 	}
+	name := fmt.Sprintf("%s %q", d.cand.ID, d.info.Name)
 	if cl.IsCode(err, cl.OutOfResources) || cl.IsCode(err, cl.InvalidCommandQueue) || cl.IsCode(err, cl.DeviceNotAvailable) ||
 		cl.IsCode(err, -14 /* CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST */) || cl.IsCode(err, cl.InvalidContext) {
 		d.mu.Lock()
+		defer d.mu.Unlock()
 		if d.lost == nil {
-			d.lost = &lostError{id: d.cand.ID, name: d.info.Name, err: fmt.Errorf("%s: %w", what, err)}
+			d.lost = &backend.LostError{Backend: "opencl", Device: name, Op: what, Err: err}
 		}
-		lost := d.lost
-		d.mu.Unlock()
-		return lost
+		return d.lost
 	}
-	return fmt.Errorf("opencl: %s on %s %q: %w", what, d.cand.ID, d.info.Name, err)
+	return fmt.Errorf("opencl: %s on %s: %w", what, name, err)
 }
 
 // Compile implements backend.Device: the graph is compiled for the device's

@@ -50,7 +50,7 @@
 // the slot that does not fit, the program's bytes and the device's memory —
 // a program needing more than the device has is refused before anything is
 // built or allocated — and a device that stops working is reported once as lost
-// (ErrDeviceLost) and refuses further work. TARTAN_DEBUG=kernels prints every
+// (backend.ErrDeviceLost) and refuses further work. TARTAN_DEBUG=kernels prints every
 // rendered program.
 //
 // f32 matrix products run in float32 on the ordinary cores (MatmulFP32) except

@@ -300,37 +300,22 @@ func (d *Device) usable() error {
 	return nil
 }
 
-// ErrDeviceLost is matched (errors.Is) by errors reporting that the device
-// stopped working (VK_ERROR_DEVICE_LOST).
-var ErrDeviceLost = errors.New("vulkan: device lost")
-
-type lostError struct {
-	id, name string
-	err      error
-}
-
-func (e *lostError) Error() string {
-	return fmt.Sprintf("vulkan: device %s %q lost (a shader faulted or the driver reset the device); results are unavailable and the device must be reopened: %v", e.id, e.name, e.err)
-}
-func (e *lostError) Unwrap() error        { return e.err }
-func (e *lostError) Is(target error) bool { return target == ErrDeviceLost }
-
 // execError interprets the failure of a queue operation: a lost device is
 // marked so that later calls fail at once.
 func (d *Device) execError(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if vk.IsResult(err, vk.ErrDeviceLost) {
-		d.mu.Lock()
-		if d.lost == nil {
-			d.lost = &lostError{id: d.cand.ID, name: d.cand.Device.Name, err: fmt.Errorf("%s: %w", what, err)}
-		}
-		lost := d.lost
-		d.mu.Unlock()
-		return lost
+	name := fmt.Sprintf("%s %q", d.cand.ID, d.cand.Device.Name)
+	if !vk.IsResult(err, vk.ErrDeviceLost) {
+		return fmt.Errorf("vulkan: %s on %s: %w", what, name, err)
 	}
-	return fmt.Errorf("vulkan: %s on %s %q: %w", what, d.cand.ID, d.cand.Device.Name, err)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lost == nil {
+		d.lost = &backend.LostError{Backend: "vulkan", Device: name, Op: what, Err: err}
+	}
+	return d.lost
 }
 
 // submit submits command buffers with a fence; the queue is the device's,

@@ -728,7 +728,7 @@ func (e *Executable) Close() error {
 		return nil // destroyed with the device
 	}
 	var first error
-	if err := e.wait(); err != nil && !errors.Is(err, ErrDeviceLost) {
+	if err := e.wait(); err != nil && !errors.Is(err, backend.ErrDeviceLost) {
 		first = err
 	}
 	vd := d.vk

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/vulkan/vk"
 )
 
@@ -37,13 +38,8 @@ func defaultPipeDir() string {
 	if os.Getenv("TARTAN_CACHE") == "off" {
 		return ""
 	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "tartan", "vulkan")
-	}
-	if h, err := os.UserHomeDir(); err == nil && h != "" {
-		return filepath.Join(h, ".cache", "tartan", "vulkan")
-	}
-	return ""
+	dir, _ := backend.UserPath("XDG_CACHE_HOME", ".cache", "cache", "vulkan")
+	return dir
 }
 
 // pipePath returns the cache file of a device, or "" without a directory.

@@ -456,15 +456,15 @@ func TestDeviceLost(t *testing.T) {
 	}
 	defer e.Close()
 	err = d.execError("submitting affine", &vk.Error{Op: "vkQueueSubmit", Result: vk.ErrDeviceLost})
-	if !errors.Is(err, ErrDeviceLost) || !strings.Contains(err.Error(), "VK_ERROR_DEVICE_LOST") || !strings.Contains(err.Error(), "submitting affine") {
+	if !errors.Is(err, backend.ErrDeviceLost) || !strings.Contains(err.Error(), "VK_ERROR_DEVICE_LOST") || !strings.Contains(err.Error(), "submitting affine") {
 		t.Errorf("execError: %v", err)
 	}
 	for _, err := range []error{e.Run(), e.SetInput("x", make([]float32, 4)), e.ReadOutput("y", make([]float32, 4))} {
-		if !errors.Is(err, ErrDeviceLost) {
+		if !errors.Is(err, backend.ErrDeviceLost) {
 			t.Errorf("after the loss: %v", err)
 		}
 	}
-	if _, err := d.Compile(tile.NewGraph("g")); !errors.Is(err, ErrDeviceLost) {
+	if _, err := d.Compile(tile.NewGraph("g")); !errors.Is(err, backend.ErrDeviceLost) {
 		t.Errorf("Compile after the loss: %v", err)
 	}
 }
