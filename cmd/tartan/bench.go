@@ -103,6 +103,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&so.threads, "threads", 0, "with --suite: CPU threads (GOMAXPROCS; default: all)")
 	fs.IntVar(&so.batch, "batch", 0, "with --suite: run every entry at this batch size (default: each entry's); with --onnx: the batch")
 	fs.BoolVar(&so.warmCache, "warm-cache", false, "with --suite: keep the usual program caches (compile seconds then show cache loads)")
+	profile := fs.Int("profile", 0, "with --onnx: after timing, run once more timing each kernel and print the `N` slowest (cpu and opencl devices)")
 	onnxPath := fs.String("onnx", "", "measure inference of the ONNX model `FILE` instead (--batch sets its open leading dimension, default 1)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -140,7 +141,13 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 		if batch < 0 {
 			return usageError("--batch %d must be positive", batch)
 		}
-		return onnxBench(*onnxPath, batch, *steps*10, *devID, *jsonPath, stdout, stderr)
+		if *profile < 0 {
+			return usageError("--profile %d must be positive", *profile)
+		}
+		return onnxBench(*onnxPath, batch, *steps*10, *profile, *devID, *jsonPath, stdout, stderr)
+	}
+	if *profile != 0 {
+		return usageError("--profile applies with --onnx only")
 	}
 	if so.suite {
 		so.steps, so.device, so.json = *steps, *devID, *jsonPath

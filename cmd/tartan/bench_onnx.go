@@ -33,7 +33,9 @@ const onnxBenchSeconds = 2.0
 // leading dimension, when the model leaves it open, being the batch; after
 // three untimed runs, runs (each waiting for its outputs) are timed for
 // about two seconds, at most steps of them, and the median is reported.
-func onnxBench(path string, batch, steps int, devID, jsonPath string, stdout, stderr io.Writer) error {
+// With profile > 0 one more run times each kernel and the profile slowest
+// are printed.
+func onnxBench(path string, batch, steps, profile int, devID, jsonPath string, stdout, stderr io.Writer) error {
 	m, err := onnx.Load(path)
 	if err != nil {
 		return err
@@ -141,6 +143,11 @@ func onnxBench(path string, batch, steps int, devID, jsonPath string, stdout, st
 		MedianMS: med * 1e3, MinMS: times[0] * 1e3, MaxMS: times[len(times)-1] * 1e3, SamplesPerS: float64(batch) / med}
 	fmt.Fprintf(stdout, "%s on %s (%s), batch %d: compile %.2f s; latency %.3f ms median (min %.3f, max %.3f) over %d runs; %.1f samples/s\n",
 		path, dev.Info().ID, dev.Info().Name, batch, compile, rep.MedianMS, rep.MinMS, rep.MaxMS, rep.Runs, rep.SamplesPerS)
+	if profile > 0 {
+		if err := printProfile(stdout, x, profile); err != nil {
+			return err
+		}
+	}
 	if jsonPath != "" {
 		return writeJSON(jsonPath, rep)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -263,5 +264,35 @@ func TestRunAndBenchExportedModel(t *testing.T) {
 	}
 	if !strings.HasPrefix(stdout.String(), model+" on cpu (") || !strings.Contains(stdout.String(), ", batch 4: compile ") {
 		t.Errorf("bench printed %q", stdout.String())
+	}
+
+	// --profile lists the slowest kernels, each with its executor and its
+	// share, the shares of all kernels summing to 100%.
+	stdout.Reset()
+	if code := run([]string{"bench", "--onnx", model, "--device", "cpu", "--steps", "1", "--profile", "100"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bench --profile: exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	_, prof, ok := strings.Cut(stdout.String(), "profile: ")
+	lines := strings.Split(strings.TrimSpace(prof), "\n")
+	if !ok || len(lines) < 2 {
+		t.Fatalf("bench --profile printed %q", stdout.String())
+	}
+	share := 0.0
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		var p float64
+		if len(f) < 5 || f[1] != "ms" || !strings.HasSuffix(f[2], "%") {
+			t.Fatalf("profile line %q", l)
+		}
+		if _, err := fmt.Sscanf(f[2], "%g%%", &p); err != nil {
+			t.Fatalf("profile line %q: %v", l, err)
+		}
+		share += p
+	}
+	if math.Abs(share-100) > 0.5*float64(len(lines)) {
+		t.Errorf("shares sum to %.1f%%:\n%s", share, prof)
+	}
+	if code := run([]string{"bench", "--suite", "--profile", "3"}, &stdout, &stderr); code != 2 {
+		t.Errorf("bench --suite --profile: exit %d, want a usage error", code)
 	}
 }
