@@ -65,8 +65,9 @@ func WithMatmul(precision string) Option { return func(c *config) { c.matmul = p
 // template, which is otherwise used on GPUs only.
 func WithGEMMTile(tile int) Option { return func(c *config) { c.test.gemmTile = tile } }
 
-// WithProfiling records device timestamps for every command, which
-// Executable.Profile reads. It costs a little time per launch.
+// WithProfiling records device timestamps for every command. It costs a
+// little time per launch; without it, Executable.Profile runs on a second,
+// timestamping queue.
 func WithProfiling() Option { return func(c *config) { c.profile = true } }
 
 // WithCacheDir sets the program-binary cache directory; "" disables the
@@ -160,6 +161,7 @@ type Device struct {
 	info  cl.DeviceInfo
 	ctx   *cl.Context
 	queue *cl.Queue
+	profQ *cl.Queue // a timestamping queue for Profile, made on first use
 	cfg   config
 	cache programCache
 
@@ -309,10 +311,34 @@ func (d *Device) Close() error {
 	d.closed = true
 	d.builders.close()
 	err := d.queue.Release()
+	if d.profQ != nil {
+		if e := d.profQ.Release(); err == nil {
+			err = e
+		}
+	}
 	if e := d.ctx.Release(); err == nil {
 		err = e
 	}
 	return err
+}
+
+// profilingQueue returns a queue whose commands record timestamps: the
+// device's own when it was opened WithProfiling, else a second queue on
+// the same context, made on first use.
+func (d *Device) profilingQueue() (*cl.Queue, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cfg.profile {
+		return d.queue, nil
+	}
+	if d.profQ == nil {
+		q, err := d.ctx.NewQueue(d.cand.Device, cl.QueueProfiling)
+		if err != nil {
+			return nil, fmt.Errorf("opencl: a profiling queue on %s: %w", d.cand.ID, err)
+		}
+		d.profQ = q
+	}
+	return d.profQ, nil
 }
 
 // usable returns why the device cannot run commands now, or nil.

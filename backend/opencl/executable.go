@@ -524,14 +524,22 @@ type LaunchTime struct {
 
 // Profile runs the program once with an event per launch and returns each
 // launch's device time, in launch order; a launch inside a loop reports the
-// sum over the loop's steps. The device must have been opened with
-// WithProfiling.
+// sum over the loop's steps. A device opened without WithProfiling times
+// the launches on a second queue, after its own has finished.
 func (e *Executable) Profile() ([]LaunchTime, error) {
 	if err := e.ready(); err != nil {
 		return nil, err
 	}
-	if !e.d.cfg.profile {
-		return nil, fmt.Errorf("opencl: Profile of %q: device %s was opened without WithProfiling", e.p.Name, e.d.cand.ID)
+	q, err := e.d.profilingQueue()
+	if err != nil {
+		return nil, err
+	}
+	if q != e.d.queue {
+		// The inputs' uploads and earlier runs finish before the timed
+		// launches start on the other queue.
+		if err := e.d.queue.Finish(); err != nil {
+			return nil, e.d.execError("profiling "+e.p.Name, err)
+		}
 	}
 	type timed struct {
 		launch int
@@ -543,9 +551,9 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 			t.ev.Release()
 		}
 	}()
-	err := e.schedule(func(i, s int) error {
+	err = e.schedule(func(i, s int) error {
 		l := &e.launches[i]
-		ev, err := e.d.queue.EnqueueKernel(l.kernel, l.rng)
+		ev, err := q.EnqueueKernel(l.kernel, l.rng)
 		if err != nil {
 			return e.d.execError(fmt.Sprintf("launching kernel %s of %q%s", l.plan.Fn, e.p.Name, e.stepNote(l, s)), err)
 		}
@@ -555,7 +563,7 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.d.queue.Finish(); err != nil {
+	if err := q.Finish(); err != nil {
 		return nil, e.d.execError("profiling "+e.p.Name, err)
 	}
 	out := make([]LaunchTime, len(e.launches))

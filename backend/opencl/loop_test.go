@@ -322,6 +322,7 @@ func TestStepLoopRNN(t *testing.T) {
 	}{
 		{"default", nil, []string{"chain k2_gates_f|k3_cell_f", "loop 0 (5 steps)"}, false, 1e-5},
 		{"profile", []Option{WithProfiling()}, []string{"chain k2_gates_f|k3_cell_f"}, true, 1e-5},
+		{"profile-second-queue", nil, []string{"chain k2_gates_f|k3_cell_f"}, true, 1e-5},
 		{"loops", []Option{withTest(testHooks{force: "loops"})}, []string{"chain k2_gates_f|k3_cell_f"}, false, 1e-5},
 		{"gemm32", []Option{withTest(testHooks{gemmTile: 32})}, []string{"k2_gates_f: gemm gemm 32x", "k3_cell_f: loops"}, false, 1e-5},
 		{"gemm64-split2", []Option{withTest(testHooks{gemmTile: 64, split: 2})},
