@@ -22,7 +22,7 @@ func TestDebugReports(t *testing.T) {
 	}{
 		{"", nil, []string{"tartan"}},
 		{"kernels", []string{`program "debugged"`, "kernel k0_contraction", "schedule: gemm"}, []string{"tartan memory"}},
-		{"schedule", []string{`tartan schedule "debugged"`, "k0_contraction: gemm: batch 0, M 1, N 1, K 1 loops"}, []string{"kernel k1"}},
+		{"schedule", []string{`tartan schedule "debugged"`, "k0_contraction: gemm: 4×2×3; batch 0, M 1, N 1, K 1 loops"}, []string{"kernel k1"}},
 		{"memory", []string{`tartan memory "debugged"`, "(temporaries: 64 bytes)", "peak: 400 bytes", "updated in place: m, v, w"}, nil},
 		{"timing", []string{`tartan compile "debugged"`, "simplify", "schedule", "total"}, nil},
 		{"cache, Timing ,unknown", []string{"total"}, []string{"tartan memory"}},

@@ -28,7 +28,8 @@ const (
 // schedule is pass 7. For each kernel it picks, from the Target, a strategy
 // and its parameters with this cost model:
 //
-//   - "gemm" when the kernel is a matrix product (gemmView says when),
+//   - "gemm" when the kernel is a matrix product (gemmView says when) that
+//     gemmWorth finds worth the target's product template,
 //     "scatter" when it is an indexed accumulation (kir.ScatterOf),
 //     "reduce" when its output has fewer than 2 points per worker but its
 //     reduction has at least reduceMinPoints points and an associative
@@ -59,6 +60,19 @@ func schedule(prog *kir.Program, t Target) []string {
 	return why
 }
 
+// Schedule gives every kernel of p the schedule that Compile's schedule
+// pass would choose for target t, keeping the kernels' loops as they are,
+// and returns the lines explaining the choices. It is for programs built
+// by hand, such as the tests of backends, which then run what the compiler
+// would ask of them.
+func Schedule(p *kir.Program, t Target) []string {
+	why := make([]string, len(p.Kernels))
+	for i, k := range p.Kernels {
+		why[i] = scheduleKernel(p, k, t)
+	}
+	return why
+}
+
 func scheduleKernel(prog *kir.Program, k *kir.Kernel, t Target) string {
 	w := t.workers()
 	vw := max(t.VectorWidth, 1)
@@ -70,7 +84,14 @@ func scheduleKernel(prog *kir.Program, k *kir.Kernel, t Target) string {
 	work := outPts * max(redPts, 1)
 	s := kir.Schedule{Strategy: "loops", Workers: t.Workers, Vector: 1, Unroll: 1}
 	var why []string
-	if view, reason := gemmView(prog, k); view != nil && !view.DotProducts(k) {
+	view, regular, reason := gemmView(prog, k)
+	gemm := false
+	if view == nil {
+		reason = "not a matrix product (" + reason + ")"
+	} else {
+		gemm, reason = gemmWorth(t, k, view, regular)
+	}
+	if gemm {
 		s.Strategy, s.GEMM = "gemm", view
 		why = append(why, "gemm: "+reason)
 	} else if sv := kir.ScatterOf(prog, k); sv != nil {
@@ -82,7 +103,7 @@ func scheduleKernel(prog *kir.Program, k *kir.Kernel, t Target) string {
 			s.Strategy = "reduce"
 			why = append(why, fmt.Sprintf("reduce: %d output points for %d workers, %d reduction points", outPts, w, redPts))
 		case len(k.Reduce) > 0:
-			why = append(why, "loops: not a matrix product ("+reason+")")
+			why = append(why, "loops: "+reason)
 		default:
 			why = append(why, "loops: elementwise")
 		}
@@ -203,49 +224,98 @@ func mentions(x *kir.Ix, v int) bool {
 }
 
 // gemmView maps a kernel onto a (batched) matrix product, or says why not.
-// The kernel must sum a product of two loads, with no Where conditions and
-// both loads in range over the whole loop box, their element offsets affine
-// in the loop variables. kir.GEMMGroups sorts the loops into batch, M, N and
-// K groups by which operand reads them; reduction loops of more than one
-// point must be read by both (K). The groups may interleave in the output
-// (attention's [batch, rows, heads, cols]): backends lay the product out by
-// the output's strides.
-func gemmView(prog *kir.Program, k *kir.Kernel) (*kir.GEMMView, string) {
+// The kernel must sum a product of two loads. kir.GEMMGroups sorts the
+// loops into batch, M, N and K groups by which operand reads them;
+// reduction loops of more than one point must be read by both (K). The
+// groups may interleave in the output (attention's [batch, rows, heads,
+// cols]): backends lay the product out by the output's strides.
+//
+// Padded convolutions and their gradients are products too: a load that
+// may leave its buffer (a Skip load, or a Fill load of value 0) is a
+// guarded operand, 0 outside (a skipped term adds nothing to a sum, and
+// neither does a product with 0), and each Where condition must belong to
+// one operand, reading only loops of its groups, so that the operand is 0
+// where it fails (kir.GEMMView.Complete). A backend may then load 0 for the
+// operand there. regular reports whether both operands are plain loads,
+// in range, without conditions and with affine offsets.
+func gemmView(prog *kir.Program, k *kir.Kernel) (view *kir.GEMMView, regular bool, why string) {
 	b := k.Body
 	switch {
 	case len(k.Reduce) == 0:
-		return nil, "no reduction"
+		return nil, false, "no reduction"
 	case k.Agg != tile.Sum:
-		return nil, "aggregation " + k.Agg.String()
-	case len(k.Where) > 0:
-		return nil, "conditions"
+		return nil, false, "aggregation " + k.Agg.String()
 	case b.Op != kir.Apply || b.Fn != tile.Mul || b.Args[0].Op != kir.Load || b.Args[1].Op != kir.Load:
-		return nil, "body is not a product of two loads"
+		return nil, false, "body is not a product of two loads"
 	}
 	vars := k.VarRanges()
-	var coef [2][]int
+	var reads [2]map[int]bool
+	regular = len(k.Where) == 0
 	for i, e := range b.Args {
-		shape := prog.Buffers[e.Buf].Shape
-		for d, x := range e.Index {
-			if lo, hi, ok := kir.Bounds(x, vars); !ok || lo < 0 || hi >= shape[d] {
-				return nil, "a load may be out of range"
-			}
+		reads[i] = map[int]bool{}
+		kir.ExprVars(e, reads[i])
+		if _, _, ok := kir.LinearForm(kir.Offset(e.Index, prog.Buffers[e.Buf].Shape, vars), len(vars)); !ok {
+			regular = false
 		}
-		c, _, ok := kir.LinearForm(kir.Offset(e.Index, shape, vars), len(vars))
-		if !ok {
-			return nil, "a load's offset is not affine"
-		}
-		coef[i] = c
 	}
 	for j := range k.Reduce {
 		v := len(k.Shape) + j
-		if (coef[0][v] != 0) != (coef[1][v] != 0) && vars[v].Hi > vars[v].Lo {
-			return nil, fmt.Sprintf("reduction loop %s is read by one operand only", k.Reduce[j].Name)
+		if reads[0][v] != reads[1][v] && vars[v].Hi > vars[v].Lo {
+			return nil, false, fmt.Sprintf("reduction loop %s is read by one operand only", k.Reduce[j].Name)
 		}
 	}
-	view, why := kir.GEMMGroups(k, b.Args[0], b.Args[1], func(f, v int) bool { return coef[f][v] != 0 })
+	view, why = kir.GEMMGroups(k, b.Args[0], b.Args[1], func(f, v int) bool { return reads[f][v] })
 	if view == nil {
-		return nil, why
+		return nil, false, why
 	}
-	return view, fmt.Sprintf("batch %d, M %d, N %d, K %d loops", len(view.Batch), len(view.M), len(view.N), len(view.K))
+	if why := view.Complete(prog, k); why != "" {
+		return nil, false, why
+	}
+	return view, regular && !view.GuardA && !view.GuardB, ""
 }
+
+// GPU tiles: on targets that run every output point as a work-item, a
+// product whose operands are not regular (gemmView) is tiled only when it
+// has at least gpuMinRows rows and columns and gpuMinDepth summed points:
+// staging such an operand costs index arithmetic and checks per element,
+// which the tiles of a smaller product do not repay over the loop nest.
+const gpuMinRows, gpuMinDepth = 16, 32
+
+// gemmWorth is the cost model's choice between the matrix-product
+// strategy and the loop nest for a kernel that view maps onto a product:
+// on every target a batch of dot products (matrices of one element) runs
+// as loops; on work-item targets (OpenCL, Vulkan) a product of irregular
+// operands must be large enough for its tiles (gpuMinRows, gpuMinDepth);
+// the CPU's packed product takes every other product. It returns the
+// reason for the why line.
+func gemmWorth(t Target, k *kir.Kernel, view *kir.GEMMView, regular bool) (bool, string) {
+	nb, m, n, kk := view.Extents(k)
+	size := fmt.Sprintf("%d×%d×%d", m, n, kk)
+	if nb > 1 {
+		size = fmt.Sprintf("%d of %s", nb, size)
+	}
+	var notes []string
+	if c := len(view.CondA) + len(view.CondB); c > 0 {
+		notes = append(notes, fmt.Sprintf("%d conditions", c))
+	}
+	for i, g := range []bool{view.GuardA, view.GuardB} {
+		if g {
+			notes = append(notes, fmt.Sprintf("%c guarded", 'A'+i))
+		}
+	}
+	if len(notes) > 0 {
+		size += " (" + strings.Join(notes, ", ") + ")"
+	}
+	switch {
+	case view.DotProducts(k):
+		return false, "dot products " + size
+	case t.workItems() && !regular && (m < gpuMinRows || n < gpuMinRows || kk < gpuMinDepth):
+		return false, fmt.Sprintf("product %s too small for tiles of irregular operands", size)
+	}
+	return true, fmt.Sprintf("%s; batch %d, M %d, N %d, K %d loops", size, len(view.Batch), len(view.M), len(view.N), len(view.K))
+}
+
+// workItems reports whether the target runs every output point as a
+// work-item of a GPU-style device (OpenCL, Vulkan), rather than loops on
+// CPU workers.
+func (t Target) workItems() bool { return t.Backend == "opencl" || t.Backend == "vulkan" }

@@ -93,6 +93,63 @@ func contiguous(shape []int, labels []int, own int) {
 	}
 }
 
+// Complete fills in the conditions and guards of view v of kernel k in
+// program p (see GEMMView): it sorts k's Where conditions by operand and
+// marks the operands whose loads may leave their buffers. It returns why
+// the kernel is not the view's product otherwise: an operand reads a loop
+// of the other's group, a condition reads both M and N loops, or a load
+// that may leave its buffer yields a value other than 0 there (padding by
+// another value is not a plain product of the two operands).
+func (v *GEMMView) Complete(p *Program, k *Kernel) string {
+	reads := readsAny
+	ranges := k.VarRanges()
+	v.CondA, v.CondB = nil, nil
+	for i, e := range []*Expr{v.A, v.B} {
+		set := map[int]bool{}
+		ExprVars(e, set)
+		if reads(set, [][]int{v.N, v.M}[i]) {
+			return fmt.Sprintf("operand %c reads a loop of the other operand's group", 'A'+i)
+		}
+		guard := false
+		for d, x := range e.Index {
+			if lo, hi, ok := Bounds(x, ranges); !ok || lo < 0 || hi >= p.Buffers[e.Buf].Shape[d] {
+				guard = true
+			}
+		}
+		if guard && e.OOB == Fill && e.Value != 0 {
+			return fmt.Sprintf("operand %c is padded with %v, not 0", 'A'+i, e.Value)
+		}
+		if i == 0 {
+			v.GuardA = guard
+		} else {
+			v.GuardB = guard
+		}
+	}
+	for i, c := range k.Where {
+		set := map[int]bool{}
+		IxVars(c.X, set)
+		switch {
+		case !reads(set, v.N):
+			v.CondA = append(v.CondA, i)
+		case !reads(set, v.M):
+			v.CondB = append(v.CondB, i)
+		default:
+			return fmt.Sprintf("condition %d reads loops of both operands' groups", i)
+		}
+	}
+	return ""
+}
+
+// readsAny reports whether set holds one of vs.
+func readsAny(set map[int]bool, vs []int) bool {
+	for _, x := range vs {
+		if set[x] {
+			return true
+		}
+	}
+	return false
+}
+
 // IxVars adds to set the loop variables index expression x reads, including
 // those of the indices of a loaded value it holds.
 func IxVars(x *Ix, set map[int]bool) {

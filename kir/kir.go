@@ -283,10 +283,45 @@ type ScatterView struct {
 // onto C[b][m][n] = Σ_k A[b][m][k]·B[b][k][n]. Each of M, N, K and Batch lists
 // loop variables (outer to inner); the matrix index along a group is the
 // row-major combination of its variables' positions within their ranges.
+//
+// The matrices are the operands with their conditions and guards applied:
+// A[b][m][k] is 0 where one of A's Where conditions (CondA) fails or, when
+// GuardA is set, where A's load leaves its buffer, and its load's value
+// elsewhere; B likewise. At such a point the kernel skips the term (a
+// failed condition, a Skip load out of range) or multiplies by 0 (a Fill
+// load of value 0), and a sum of products gains nothing either way, so a
+// backend may stage 0 for the operand there. (Only a NaN or an infinity
+// in the other operand tells the two apart: 0·∞ is NaN where the kernel
+// skips the term.) The operands' dependence on the groups, and these
+// lists, are set by the compiler's schedule; Complete fills them in.
 type GEMMView struct {
 	Batch, M, N, K []int
 	// A and B are the operands' loads within Body.
 	A, B *Expr
+	// CondA and CondB list, in order, the indices into the kernel's Where
+	// of the conditions that belong to A (they read only Batch, M and K
+	// loops) and to B (Batch, N and K loops). Every condition is in
+	// exactly one list, in A's when it reads neither M nor N loops.
+	CondA, CondB []int
+	// GuardA and GuardB report that the operand's load may leave its
+	// buffer somewhere in the loop box (kir.Bounds cannot prove it in
+	// range), so that a backend must check its indices before reading and
+	// use 0 outside. An unguarded operand may be read unchecked.
+	GuardA, GuardB bool
+}
+
+// Conds returns the Where conditions of k that belong to operand A (b
+// false) or B (b true).
+func (v *GEMMView) Conds(k *Kernel, b bool) []Cond {
+	idx := v.CondA
+	if b {
+		idx = v.CondB
+	}
+	cs := make([]Cond, len(idx))
+	for i, j := range idx {
+		cs[i] = k.Where[j]
+	}
+	return cs
 }
 
 // Extents returns the number of points of each group of the view: batch

@@ -223,6 +223,23 @@ func (s *Schedule) describe(names []string) string {
 			return "[" + strings.Join(ns, " ") + "]"
 		}
 		parts = append(parts, "batch="+list(g.Batch), "m="+list(g.M), "n="+list(g.N), "k="+list(g.K))
+		// The operands' conditions by their index in the kernel's Where, and
+		// the operands read with a range check.
+		for i, cs := range [][]int{g.CondA, g.CondB} {
+			if len(cs) > 0 {
+				parts = append(parts, fmt.Sprintf("where-%c=%v", "ab"[i], cs))
+			}
+		}
+		var guards []string
+		if g.GuardA {
+			guards = append(guards, "a")
+		}
+		if g.GuardB {
+			guards = append(guards, "b")
+		}
+		if len(guards) > 0 {
+			parts = append(parts, "guard="+strings.Join(guards, ","))
+		}
 	}
 	if c := s.Scatter; c != nil {
 		parts = append(parts, fmt.Sprintf("updates=b%d indices=b%d axis=%d", c.Updates, c.Indices, c.Axis))

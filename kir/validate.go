@@ -2,6 +2,7 @@ package kir
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tartanml/tartan/tile"
 )
@@ -30,7 +31,10 @@ import (
 //     loops in an Epilogue), and floor division and modulo only by positive
 //     constants.
 //   - A "gemm" schedule has a GEMMView whose A and B are the two arguments of
-//     Body, a Mul.
+//     Body, a Mul; A reads no N loop and B no M loop; CondA and CondB list
+//     every Where condition once, each with an operand whose groups hold
+//     every loop it reads; an operand that may leave its buffer is guarded
+//     and, when a Fill load, filled with 0 (see GEMMView.Complete).
 //   - A "scatter" schedule has a ScatterView whose dense meaning (see
 //     ScatterView) is exactly the kernel's Body, Reduce loops and Agg, with
 //     no Where conditions and no Epilogue.
@@ -52,12 +56,9 @@ import (
 //     index space compiles to a kernel without reduction loops whose Body is
 //     the constant 0.
 //   - Every kernel writes every element of its output buffer.
-//   - A "gemm" kernel has no Where conditions; both operand loads are in
-//     range over the whole loop box and their element offsets (Offset) are
-//     affine in the loop variables, so LinearForm gives each variable's
-//     stride; Batch, M, N and K partition the loop variables, the output
-//     loops run Batch, then M, then N, and A's offset does not depend on the
-//     N loops nor B's on the M loops.
+//   - In a "gemm" kernel Batch, M and N partition the output loops and K
+//     holds the reduction loops; every reduction loop of more than one point
+//     is read by both operands.
 //   - A "reduce" kernel has fewer than two output points per worker and a
 //     large reduction with an associative aggregation (not tile.Assign): a
 //     backend may split its reduction loops across workers and combine, with
@@ -208,6 +209,30 @@ func (k *Kernel) validate(p *Program) error {
 					return fmt.Errorf("gemm view names loop variable %d of %d", x, nv)
 				}
 			}
+		}
+		want := *g
+		if why := want.Complete(v.p, k); why != "" {
+			return fmt.Errorf("gemm view: %s", why)
+		}
+		seen := make([]int, len(k.Where))
+		for i, list := range [][]int{g.CondA, g.CondB} {
+			for _, c := range list {
+				if c < 0 || c >= len(k.Where) || seen[c] != 0 {
+					return fmt.Errorf("gemm view names condition %d twice or of %d", c, len(k.Where))
+				}
+				set := map[int]bool{}
+				IxVars(k.Where[c].X, set)
+				if readsAny(set, [][]int{g.N, g.M}[i]) {
+					return fmt.Errorf("gemm view gives condition %d to the wrong operand", c)
+				}
+				seen[c]++
+			}
+		}
+		switch {
+		case slices.Contains(seen, 0):
+			return fmt.Errorf("gemm view gives condition %d to neither operand", slices.Index(seen, 0))
+		case want.GuardA && !g.GuardA || want.GuardB && !g.GuardB:
+			return fmt.Errorf("gemm view reads an operand unchecked that may leave its buffer")
 		}
 	case "scatter":
 		if err := v.scatter(k); err != nil {

@@ -88,6 +88,21 @@ func contractionCases() []Case {
 			b.Output("shift", parse(b, "O[i : 9] = +(A[i - 2])", ops))
 			b.Output("wmax", parse(b, "O[i : 7] = >(A[i + k - 2]), k < 5", ops))
 		}},
+		{Name: "contract/padded_products", Grad: true, Build: func(b *Builder) {
+			// Matrix products with guarded operands and conditions, large
+			// enough for the tiles of GPU backends (at least 16 rows and
+			// columns, 32 summed points): a padded 3×3 convolution over 16
+			// channels, whose gradients are padded products too, and a
+			// product with a condition on one operand's loops. The
+			// channel counts give blocks of 16 columns.
+			x := b.Input("x", f32, tile.Shape{2, 6, 7, 16}, nil)
+			w := b.Input("w", f32, tile.Shape{3, 3, 16, 16}, nil)
+			b.Output("conv", parse(b, "O[n, y, x, f : 2, 6, 7, 16] = +(X[n, y + i - 1, x + j - 1, c] * W[i, j, c, f])",
+				map[string]*tile.Tensor{"X": x, "W": w}))
+			a := b.Input("a", f32, tile.Shape{37, 45}, nil)
+			c := b.Input("c", f32, tile.Shape{45, 33}, nil)
+			b.Output("band", parse(b, "O[i, j : 37, 33] = +(A[i, k] * B[k, j]), i + k < 50", map[string]*tile.Tensor{"A": a, "B": c}))
+		}},
 		{Name: "contract/strided_grad", Grad: true, Build: func(b *Builder) {
 			// Strided windows whose gradient writes through compound
 			// output indices.

@@ -16,13 +16,13 @@
 //     without changing any value (index values of loaded booleans,
 //     comparisons of booleans with constants, constant selects) and
 //     hash-consed, so every subexpression is computed once.
-//  3. Analysis (space.go, gemmview.go): index expressions are classified
-//     (affine and always in range, affine and checked, semi-affine with
-//     floor divisions and modulos that a chunk does not vary, or general),
-//     adjacent loops that act as one row-major coordinate are merged, and
-//     kernels that sum a product of two float32 loads are recognised as
-//     matrix products whether or not the compiler scheduled them so.
-//  4. Executors: matrix products go to gemm.go, which hands plain strided
+//  3. Analysis (space.go): index expressions are classified (affine and
+//     always in range, affine and checked, semi-affine with floor
+//     divisions and modulos that a chunk does not vary, or general), and
+//     adjacent loops that act as one row-major coordinate are merged.
+//  4. Executors: the kernels the compiler scheduled as matrix products
+//     (Strategy "gemm", padded convolutions and their gradients included)
+//     go to gemm.go, which hands plain strided
 //     operands to package gemm directly and packs the others (pack.go:
 //     im2col with incremental offsets and merged copies), applying the
 //     Epilogue to the output rows while they are in cache (epilogue.go);

@@ -113,9 +113,11 @@ func load(d *Device, p *kir.Program) (*Executable, error) {
 }
 
 // newKernel builds the executor of one kernel: the window executor for the
-// pooling kernels it recognises, the matrix-vector executor for products
-// with few columns or rows, the matrix-product executor for other products
-// (as scheduled, or as recognised here), else the generic loops executor.
+// pooling kernels it recognises, for a kernel the compiler scheduled as a
+// matrix product the matrix-vector executor when the product has few
+// columns or rows and the matrix-product executor otherwise, else the
+// generic loops executor. The compiler's schedule alone says which kernels
+// are products: a kernel it left as loops runs as loops.
 func newKernel(p *kir.Program, k *kir.Kernel, r *regs) (kernelRunner, error) {
 	if s, ok := newScatterKernel(p, k); ok {
 		return s, nil
@@ -132,21 +134,7 @@ func newKernel(p *kir.Program, k *kir.Kernel, r *regs) (kernelRunner, error) {
 			return g, nil
 		}
 	}
-	if g, ok := inferGemmKernel(p, k, r); ok {
-		return g, nil
-	}
 	return newLoopsKernel(p, k, r), nil
-}
-
-// inferGemmKernel plans k as a matrix product when inferGEMM recognises one.
-func inferGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
-	v := inferGEMM(p, k)
-	if v == nil {
-		return nil, false
-	}
-	kk := *k
-	kk.Schedule.GEMM = v
-	return newGemmKernel(p, &kk, r)
 }
 
 // SetInput implements backend.Executable.

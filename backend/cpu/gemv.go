@@ -112,21 +112,14 @@ func (sd *gemvSide) addForm(f affForm) {
 	sd.forms = append(sd.forms, f)
 }
 
-// newGemvKernel plans k as a matrix-vector product, trying the views the
-// gemm path would: the compiler's, then the inferred one (loops of one point
-// are gone: package compile squeezes them). It reports false when none fits.
+// newGemvKernel plans k, when the compiler scheduled it as a matrix
+// product, as a matrix-vector product (loops of one point are gone: package
+// compile squeezes them). It reports false when the product is not one.
 func newGemvKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemvKernel, bool) {
-	if k.Schedule.Strategy == "gemm" && k.Schedule.GEMM != nil {
-		if g, ok := planGemv(p, k, k.Schedule.GEMM, r); ok {
-			return g, true
-		}
+	if k.Schedule.Strategy != "gemm" || k.Schedule.GEMM == nil {
+		return nil, false
 	}
-	if v := inferGEMM(p, k); v != nil {
-		if g, ok := planGemv(p, k, v, r); ok {
-			return g, true
-		}
-	}
-	return nil, false
+	return planGemv(p, k, k.Schedule.GEMM, r)
 }
 
 // planGemv plans k, seen as the product v, or reports false when it is not

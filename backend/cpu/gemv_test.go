@@ -3,6 +3,7 @@ package cpu
 import (
 	"testing"
 
+	"github.com/tartanml/tartan/compile"
 	"github.com/tartanml/tartan/grad"
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/op"
@@ -236,6 +237,7 @@ func TestGemvHandWritten(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := newProg(c.name)
 			c.build(b)
+			compile.Schedule(b.p, d.Target())
 			if err := b.p.Validate(); err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tartanml/tartan/compile"
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
@@ -235,6 +236,7 @@ func TestHandWrittenKernels(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/workers=%d", tc.name, workers), func(t *testing.T) {
 				b := newProg(tc.name)
 				tc.build(b)
+				compile.Schedule(b.p, d.Target())
 				if err := b.p.Validate(); err != nil {
 					t.Fatal(err)
 				}

@@ -18,9 +18,9 @@
 //     Skip loads included), with a register-tiled inner product or, on
 //     NVIDIA devices, tensor-core instructions in inline PTX
 //     (render_mma.go), and a split reduction when the output has few
-//     tiles. On GPUs, sums of products the compiler left as loops because
-//     of their conditions (padded convolutions and their gradients) are
-//     rendered as matrix products too. Index arithmetic is integer
+//     tiles. Only kernels the compiler scheduled as "gemm" (padded
+//     convolutions and their gradients among them) take it, and on CPU
+//     devices they render as loops. Index arithmetic is integer
 //     arithmetic with floor-division helpers; Skip and Fill loads are
 //     bounds-checked reads; Epilogues are fused into the store. A kernel
 //     reading or writing a view (kir.View) is given its slot's storage and,

@@ -435,8 +435,10 @@ func TestStrategies(t *testing.T) {
 func withTest(h testHooks) Option { return func(c *config) { c.test = h } }
 
 // TestConvolutionsBecomeMatrixProducts checks the strategy choice on a GPU:
-// a padded convolution and both its gradients, which the compiler leaves as
-// loops because of their conditions, are rendered as matrix products.
+// a padded convolution and both its gradients, which the compiler
+// schedules as matrix products with conditions and guarded operands, are
+// rendered as matrix products; and the renderer takes only what the
+// schedule says: with every kernel rescheduled as loops, none is.
 func TestConvolutionsBecomeMatrixProducts(t *testing.T) {
 	g, _ := buildSuite(t, "conv", func(gc graphCase) bool { return gc.name == "conv_wide" })
 	p, err := compile.Compile(g, compile.Target{Backend: "opencl", ComputeUnits: 132, MaxWorkGroup: 1024, LocalMemBytes: 48 << 10})
@@ -459,5 +461,18 @@ func TestConvolutionsBecomeMatrixProducts(t *testing.T) {
 	}
 	if gemms < 3 {
 		t.Errorf("%d conditioned sums rendered, want the convolution and its two gradients", gemms)
+	}
+	for _, k := range p.Kernels {
+		if k.Schedule.Strategy == "gemm" {
+			k.Schedule.Strategy, k.Schedule.GEMM = "loops", nil
+		}
+	}
+	if r, err = render(p, traits{Name: "gpu", GPU: true, ComputeUnits: 132, MaxWorkGroup: 1024, LocalMemBytes: 48 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range r.Launches {
+		if strings.HasPrefix(l.Strategy, "gemm") {
+			t.Errorf("%s, scheduled as loops, rendered as %s", l.Fn, l.Strategy)
+		}
 	}
 }

@@ -259,17 +259,6 @@ func (r *renderer) chooseStrategy(k *kir.Kernel) choice {
 			return choice{kind: "gemm", gemm: pl}
 		}
 	}
-	// On GPUs (and when tests ask for the template) a sum of products the
-	// compiler left as loops, such as a padded convolution or its
-	// gradients, is rendered as a matrix product when the product is large
-	// enough in every direction for the tiles to pay.
-	if k.Schedule.Strategy != "gemm" && (r.t.GPU || r.t.GEMMTile != 0 || r.t.Split != 0 || r.t.EmulateMMA) {
-		if v := deriveView(k); v != nil {
-			if pl, _ := planView(r.p, k, v); pl != nil && pl.M >= 16 && pl.N >= 16 && pl.K >= 32 {
-				return choice{kind: "gemm", gemm: pl}
-			}
-		}
-	}
 	if canReduce {
 		if k.Schedule.Strategy == "reduce" || (r.t.GPU && outs < 256*r.t.ComputeUnits && red >= 256) {
 			return choice{kind: "reduce"}

@@ -10,7 +10,7 @@ import (
 
 // gemmPlan is a kernel mapped onto C[b][m][n] = Σ_k A(b,m,k)·B(b,k,n): the
 // compiler's GEMMView with the extents of its groups and the Where
-// conditions that belong to each operand.
+// conditions the view gives each operand.
 type gemmPlan struct {
 	view         *kir.GEMMView
 	B, M, N, K   int
@@ -19,16 +19,11 @@ type gemmPlan struct {
 
 // planGEMM checks that k's GEMMView can be rendered as a tiled matrix
 // product: a sum of the product of the view's operands, every output loop
-// in exactly one of the batch, M and N groups, every reduction loop in K,
-// operand A reading only batch, M and K loops, B only batch, N and K loops,
-// and every Where condition belonging to one operand. It says why not
-// otherwise.
+// in exactly one of the batch, M and N groups and every reduction loop in
+// K (the compiler's view says the rest: which operand reads which groups,
+// and which conditions go with each). It says why not otherwise.
 func planGEMM(p *kir.Program, k *kir.Kernel) (*gemmPlan, string) {
-	return planView(p, k, k.Schedule.GEMM)
-}
-
-// planView is planGEMM for a given view.
-func planView(p *kir.Program, k *kir.Kernel, v *kir.GEMMView) (*gemmPlan, string) {
+	v := k.Schedule.GEMM
 	switch {
 	case v == nil:
 		return nil, "no GEMM view"
@@ -59,72 +54,9 @@ func planView(p *kir.Program, k *kir.Kernel, v *kir.GEMMView) (*gemmPlan, string
 			return nil, fmt.Sprintf("loop variable %d is in no group", x)
 		}
 	}
-	allowedA := map[int]bool{1: true, 2: true, 4: true}
-	allowedB := map[int]bool{1: true, 3: true, 4: true}
-	usesOnly := func(vars map[int]bool, allowed map[int]bool) bool {
-		for x := range vars {
-			if x >= len(group) || !allowed[group[x]] {
-				return false
-			}
-		}
-		return true
-	}
-	if !usesOnly(exprVars(v.A), allowedA) {
-		return nil, "operand A reads an N loop"
-	}
-	if !usesOnly(exprVars(v.B), allowedB) {
-		return nil, "operand B reads an M loop"
-	}
-	pl := &gemmPlan{view: v}
-	for _, c := range k.Where {
-		vs := map[int]bool{}
-		kir.IxVars(c.X, vs)
-		switch {
-		case usesOnly(vs, allowedA):
-			pl.condA = append(pl.condA, c)
-		case usesOnly(vs, allowedB):
-			pl.condB = append(pl.condB, c)
-		default:
-			return nil, "a condition mixes M and N loops"
-		}
-	}
-	ranges := k.VarRanges()
-	ext := func(vs []int) int {
-		n := 1
-		for _, x := range vs {
-			n *= max(ranges[x].Hi-ranges[x].Lo+1, 0)
-		}
-		return n
-	}
-	pl.B, pl.M, pl.N, pl.K = ext(v.Batch), ext(v.M), ext(v.N), ext(v.K)
+	pl := &gemmPlan{view: v, condA: v.Conds(k, false), condB: v.Conds(k, true)}
+	pl.B, pl.M, pl.N, pl.K = v.Extents(k)
 	return pl, ""
-}
-
-// deriveView maps a kernel that sums a product of two factors onto a matrix
-// product even when the compiler did not (it leaves out kernels with Where
-// conditions, such as padded convolutions and their gradients), grouping
-// its loops with kir.GEMMGroups. planView then checks that each condition
-// belongs to one factor. It returns nil for kernels of another form.
-func deriveView(k *kir.Kernel) *kir.GEMMView {
-	b := k.Body
-	if len(k.Reduce) == 0 || k.Agg != tile.Sum || b == nil || b.Op != kir.Apply || b.Fn != tile.Mul || len(b.Args) != 2 {
-		return nil
-	}
-	reads := [2]map[int]bool{exprVars(b.Args[0]), exprVars(b.Args[1])}
-	v, _ := kir.GEMMGroups(k, b.Args[0], b.Args[1], func(f, x int) bool { return reads[f][x] })
-	if v != nil && v.A != b.Args[0] {
-		// The first factor stays A (its loops M), as the templates' tile
-		// shapes were chosen for.
-		v.A, v.B, v.M, v.N = v.B, v.A, v.N, v.M
-	}
-	return v
-}
-
-// exprVars returns the loop variables an expression reads.
-func exprVars(e *kir.Expr) map[int]bool {
-	vs := map[int]bool{}
-	kir.ExprVars(e, vs)
-	return vs
 }
 
 // gemmConfig is the tiling of one matrix product: BM×BN output tiles per

@@ -15,7 +15,8 @@ import (
 
 // TestProducts runs matrix products of odd sizes (batched, with the
 // transposed operands of gradients, interleaved output groups, padded
-// operands, an epilogue) and long reductions into few outputs, and
+// operands, padded convolutions and their gradients, a condition on one
+// operand, an epilogue) and long reductions into few outputs, and
 // compares them with the reference backend. Each case must take the path
 // it names: the tiled product (work-groups of 256) or the work-group
 // reduction (one work-group of 64 per output point).
@@ -36,6 +37,17 @@ func TestProducts(t *testing.T) {
 			map[string]tile.Shape{"X": {67, 131}, "D": {67, 45}}, map[string]int{"K": 131, "N": 45}, 256, true},
 		{"interleaved", "O[i, h, d : I, H, D] = +(P[h, i, j] * V[j, h, d])",
 			map[string]tile.Shape{"P": {4, 70, 33}, "V": {33, 4, 9}}, map[string]int{"I": 70, "H": 4, "D": 9}, 256, true},
+		// Padded convolutions and their gradients: guarded operands and
+		// conditions on one operand's loops, in blocks of 16 or 32 columns
+		// (and 32 rows for the band).
+		{"padded-conv", "O[n, y, x, f : N, H, W, F] = +(X[n, y + i - 1, x + j - 1, c] * K[i, j, c, f])",
+			map[string]tile.Shape{"X": {2, 9, 7, 16}, "K": {3, 3, 16, 16}}, map[string]int{"N": 2, "H": 9, "W": 7, "F": 16}, 256, true},
+		{"padded-conv-dx", "O[n, y, x, c : N, H, W, C] = +(D[n, y - i + 1, x - j + 1, f] * K[i, j, c, f])",
+			map[string]tile.Shape{"D": {2, 9, 7, 16}, "K": {3, 3, 16, 16}}, map[string]int{"N": 2, "H": 9, "W": 7, "C": 16}, 256, false},
+		{"padded-conv-dw", "O[i, j, c, f : I, J, C, F] = +(X[n, y + i - 1, x + j - 1, c] * D[n, y, x, f])",
+			map[string]tile.Shape{"X": {2, 9, 7, 40}, "D": {2, 9, 7, 24}}, map[string]int{"I": 3, "J": 3, "C": 40, "F": 24}, 256, false},
+		{"band", "C[m, n : M, N] = +(A[m, k] * B[k, n]), m + k < 40",
+			map[string]tile.Shape{"A": {20, 45}, "B": {45, 70}}, map[string]int{"M": 20, "N": 70}, 256, false},
 		{"column-sums", "S[k : K] = +(X[i, k])",
 			map[string]tile.Shape{"X": {5000, 3}}, map[string]int{"K": 3}, 64, false},
 		{"row-max", "S[i : I] = >(X[i, k])",

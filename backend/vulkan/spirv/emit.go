@@ -169,7 +169,8 @@ func (e *emitter) kernel() (*Kernel, error) {
 		err = e.grid(res, points, 0)
 	case gemm:
 		b, rows, cols, _ := k.Schedule.GEMM.Extents(k)
-		res.LocalSize, res.Groups = [3]int{gemmThreads, 1, 1}, [3]int{(cols + gemmTile - 1) / gemmTile, (rows + gemmTile - 1) / gemmTile, b}
+		bm, bn := gemmBlock(rows, cols)
+		res.LocalSize, res.Groups = [3]int{gemmThreads, 1, 1}, [3]int{(cols + bn - 1) / bn, (rows + bm - 1) / bm, b}
 		if total == 0 {
 			res.LocalSize, res.Groups = [3]int{}, [3]int{}
 		}
@@ -455,9 +456,18 @@ func (e *emitter) finish(vars []uint32, lin, acc uint32) {
 // point evaluates the Where conditions and the Body at the scope's point:
 // contrib is the bool id of "the point contributes" (0: always).
 func (s *scope) point() (contrib, v uint32) {
+	e := s.e
+	conds := s.conds(e.k.Where)
+	v = s.expr(e.k.Body)
+	return e.and(append(conds, s.skips...)), v
+}
+
+// conds returns the bool ids whose conjunction says that every condition
+// of cs holds at the scope's point.
+func (s *scope) conds(cs []kir.Cond) []uint32 {
 	e, m := s.e, s.e.m
 	var conds []uint32
-	for _, c := range e.k.Where {
+	for _, c := range cs {
 		lo, hi, ok := kir.Bounds(c.X, s.ranges)
 		x := s.ix(c.X)
 		if !ok || lo < 0 {
@@ -470,8 +480,7 @@ func (s *scope) point() (contrib, v uint32) {
 			conds = append(conds, m.cBool(false))
 		}
 	}
-	v = s.expr(e.k.Body)
-	return e.and(append(conds, s.skips...)), v
+	return conds
 }
 
 // and returns the conjunction of bool ids (0 for none).
