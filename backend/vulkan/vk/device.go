@@ -43,7 +43,8 @@ type deviceFns struct {
 	createCommandPool, destroyCommandPool, allocCommandBuffers, freeCommandBuffers, resetCommandBuffer,
 	beginCommandBuffer, endCommandBuffer,
 	cmdBindPipeline, cmdBindDescriptorSets, cmdPushConstants, cmdDispatch, cmdPipelineBarrier, cmdCopyBuffer, cmdFillBuffer,
-	createFence, destroyFence, resetFences, waitForFences, getFenceStatus uintptr
+	createFence, destroyFence, resetFences, waitForFences, getFenceStatus,
+	createQueryPool, destroyQueryPool, getQueryPoolResults, cmdResetQueryPool, cmdWriteTimestamp uintptr
 }
 
 // PhysicalDevice returns the device's physical device.
@@ -152,6 +153,9 @@ func (d *Device) loadFns() error {
 		{&f.cmdCopyBuffer, "vkCmdCopyBuffer"}, {&f.cmdFillBuffer, "vkCmdFillBuffer"},
 		{&f.createFence, "vkCreateFence"}, {&f.destroyFence, "vkDestroyFence"}, {&f.resetFences, "vkResetFences"},
 		{&f.waitForFences, "vkWaitForFences"}, {&f.getFenceStatus, "vkGetFenceStatus"},
+		{&f.createQueryPool, "vkCreateQueryPool"}, {&f.destroyQueryPool, "vkDestroyQueryPool"},
+		{&f.getQueryPoolResults, "vkGetQueryPoolResults"}, {&f.cmdResetQueryPool, "vkCmdResetQueryPool"},
+		{&f.cmdWriteTimestamp, "vkCmdWriteTimestamp"},
 	}
 	for _, e := range list {
 		var ps pins

@@ -63,6 +63,7 @@ func TestLayouts(t *testing.T) {
 		{"VkBufferCopy", unsafe.Sizeof(bufferCopy{}), 24},
 		{"VkSubmitInfo", unsafe.Sizeof(submitInfo{}), 72},
 		{"VkFenceCreateInfo", unsafe.Sizeof(fenceCreateInfo{}), 24},
+		{"VkQueryPoolCreateInfo", unsafe.Sizeof(queryPoolCreateInfo{}), 32},
 	}
 	for _, s := range sizes {
 		if s.got != s.want {
@@ -82,6 +83,8 @@ func TestLayouts(t *testing.T) {
 	var dp driverProperties
 	var m3 maintenance3Properties
 	var ai applicationInfo
+	var qp queryPoolCreateInfo
+	var qf QueueFamily
 	offsets := []struct {
 		name string
 		got  uintptr
@@ -124,6 +127,10 @@ func TestLayouts(t *testing.T) {
 		{"driverProperties.conformanceVersion", unsafe.Offsetof(dp.conformanceVersion), 532},
 		{"maintenance3.maxMemoryAllocationSize", unsafe.Offsetof(m3.maxMemoryAllocationSize), 24},
 		{"applicationInfo.apiVersion", unsafe.Offsetof(ai.apiVersion), 44},
+		{"limits.timestampComputeAndGraphics", unsafe.Offsetof(l.TimestampComputeAndGraphics), 420},
+		{"queryPoolCreateInfo.queryType", unsafe.Offsetof(qp.queryType), 20},
+		{"queryPoolCreateInfo.pipelineStatistics", unsafe.Offsetof(qp.pipelineStatistics), 28},
+		{"queueFamily.timestampValidBits", unsafe.Offsetof(qf.TimestampValidBits), 8},
 	}
 	for _, o := range offsets {
 		if o.got != o.want {

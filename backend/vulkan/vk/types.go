@@ -19,6 +19,7 @@ const (
 	stSubmitInfo                      uint32 = 4
 	stMemoryAllocateInfo              uint32 = 5
 	stFenceCreateInfo                 uint32 = 8
+	stQueryPoolCreateInfo             uint32 = 11
 	stBufferCreateInfo                uint32 = 12
 	stShaderModuleCreateInfo          uint32 = 16
 	stPipelineCacheCreateInfo         uint32 = 17
@@ -81,6 +82,9 @@ const (
 	pipelineBindPointCompute    uint32 = 1
 	commandBufferLevelPrimary   uint32 = 0
 	commandPoolResetBuffer      uint32 = 0x2 // VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT
+	queryTypeTimestamp          uint32 = 2   // VK_QUERY_TYPE_TIMESTAMP
+	queryResult64               uint32 = 0x1 // VK_QUERY_RESULT_64_BIT
+	queryResultWait             uint32 = 0x2 // VK_QUERY_RESULT_WAIT_BIT
 
 	// VkPipelineStageFlagBits
 	StageTopOfPipe     uint32 = 0x1
@@ -608,4 +612,13 @@ type fenceCreateInfo struct { // VkFenceCreateInfo, 24 bytes
 	sType uint32
 	pNext uintptr
 	flags uint32
+}
+
+type queryPoolCreateInfo struct { // VkQueryPoolCreateInfo, 32 bytes
+	sType              uint32
+	pNext              uintptr
+	flags              uint32
+	queryType          uint32
+	queryCount         uint32
+	pipelineStatistics uint32
 }
