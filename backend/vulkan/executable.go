@@ -39,6 +39,12 @@ type Executable struct {
 	descPool   vk.DescriptorPool
 	cmdPool    vk.CommandPool
 	main, xfer *vk.CommandBuffer
+	// prof and stamps are the program recorded with timestamps around
+	// every dispatch, and their query pool; order is the kernel of each
+	// dispatch. Profile makes them the first time.
+	prof       *vk.CommandBuffer
+	stamps     vk.QueryPool
+	order      []int
 	fence      vk.Fence
 	pending    bool // a submission not waited for
 	writes     []hostWrite
@@ -266,7 +272,9 @@ func (e *Executable) load(sizes []uint64, kernels []*spirv.Kernel) error {
 	if err := e.buildPipelines(kernels); err != nil {
 		return err
 	}
-	return e.record()
+	e.order, err = e.record(e.main, 0)
+	e.dispatches = len(e.order)
+	return err
 }
 
 // checkMemory refuses a program that cannot fit before anything is
@@ -439,12 +447,18 @@ func (e *Executable) buildPipeline(pp *pipe) error {
 // kernel's dispatch, a loop's kernels once per step with that step's
 // element offsets as push constants, each dispatch followed by a barrier
 // that makes its writes visible to the next; at the end, a barrier
-// making them visible to copies and the host.
-func (e *Executable) record() error {
-	p, cb := e.p, e.main
+// making them visible to copies and the host. With a query pool of
+// 2×Dispatches timestamps, dispatch n writes timestamps 2n before and 2n+1
+// after it. It returns the kernel of each dispatch.
+func (e *Executable) record(cb *vk.CommandBuffer, stamps vk.QueryPool) ([]int, error) {
+	p := e.p
 	if err := cb.Begin(false); err != nil {
-		return e.d.execError("recording "+p.Name, err)
+		return nil, e.d.execError("recording "+p.Name, err)
 	}
+	if stamps != 0 {
+		cb.ResetQueries(stamps, 0, 2*e.dispatches)
+	}
+	var order []int
 	dispatch := func(i, step int) {
 		pp := &e.pipes[i]
 		k := pp.k
@@ -458,9 +472,15 @@ func (e *Executable) record() error {
 			push[j] = uint32(p.Buffers[b].Base(step))
 		}
 		cb.PushConstants(pp.layout, push)
+		if stamps != 0 {
+			cb.WriteTimestamp(vk.StageComputeShader, stamps, 2*len(order))
+		}
 		cb.Dispatch(k.Groups[0], k.Groups[1], k.Groups[2])
+		if stamps != 0 {
+			cb.WriteTimestamp(vk.StageComputeShader, stamps, 2*len(order)+1)
+		}
 		cb.Barrier(vk.StageComputeShader, vk.StageComputeShader, vk.AccessShaderWrite, vk.AccessShaderRead|vk.AccessShaderWrite)
-		e.dispatches++
+		order = append(order, i)
 	}
 	for i := 0; i < len(p.Kernels); i++ {
 		l := p.LoopOf(i)
@@ -478,7 +498,7 @@ func (e *Executable) record() error {
 	}
 	cb.Barrier(vk.StageComputeShader|vk.StageTransfer, vk.StageTransfer|vk.StageHost|vk.StageComputeShader,
 		vk.AccessShaderWrite|vk.AccessTransferWrite, vk.AccessTransferRead|vk.AccessTransferWrite|vk.AccessHostRead|vk.AccessShaderRead|vk.AccessShaderWrite)
-	return e.d.execError("recording "+p.Name, cb.End())
+	return order, e.d.execError("recording "+p.Name, cb.End())
 }
 
 // Dispatches returns the number of dispatches one Run submits.
@@ -592,21 +612,24 @@ func (e *Executable) ready() error {
 // Run implements backend.Executable: it waits for the previous run, copies
 // in what the host wrote since, and submits the recorded command buffer
 // again; it returns once submitted.
-func (e *Executable) Run() error {
+func (e *Executable) Run() error { return e.run(e.main) }
+
+// run submits the program recorded in cb, after the pending host writes.
+func (e *Executable) run(cb *vk.CommandBuffer) error {
 	if err := e.ready(); err != nil {
 		return err
 	}
 	if err := e.wait(); err != nil {
 		return err
 	}
-	cbs := []*vk.CommandBuffer{e.main}
+	cbs := []*vk.CommandBuffer{cb}
 	if len(e.writes) > 0 {
 		up, err := e.upload()
 		if err != nil {
 			return err
 		}
 		if up {
-			cbs = []*vk.CommandBuffer{e.xfer, e.main}
+			cbs = []*vk.CommandBuffer{e.xfer, cb}
 		}
 	}
 	return e.submit("submitting "+e.p.Name, false, cbs...)
@@ -741,7 +764,8 @@ func (e *Executable) Close() error {
 	}
 	vd.DestroyDescriptorPool(e.descPool)
 	vd.DestroyFence(e.fence)
-	vd.DestroyCommandPool(e.cmdPool) // frees main and xfer
+	vd.DestroyQueryPool(e.stamps)
+	vd.DestroyCommandPool(e.cmdPool) // frees main, xfer and prof
 	for _, s := range append(e.slots, e.staging) {
 		if s.buf != 0 {
 			e.freeBuffer(s)

@@ -1,0 +1,94 @@
+package vulkan
+
+import (
+	"fmt"
+	"math"
+)
+
+// LaunchTime is the device time of one kernel's dispatches.
+type LaunchTime struct {
+	Fn       string // the kernel's pipeline
+	Strategy string // its schedule and the emitted work-groups
+	Source   string // the tile nodes the kernel computes
+	Seconds  float64
+}
+
+// Profile runs the program once, as Run does (host writes applied first,
+// outputs and variables updated), from a second recording of it with a
+// timestamp before and after every dispatch, and returns each kernel's
+// device time in launch order; a kernel inside a loop reports the sum over
+// the loop's steps. The recording is made on the first call; Run's is
+// left as it is.
+func (e *Executable) Profile() ([]LaunchTime, error) {
+	if err := e.ready(); err != nil {
+		return nil, err
+	}
+	vd := e.d.vk
+	bits := vd.TimestampBits()
+	if bits == 0 {
+		return nil, fmt.Errorf("vulkan: %s %q cannot write timestamps on its compute queue (timestampValidBits 0), so %q cannot be profiled",
+			e.d.cand.ID, e.d.cand.Device.Name, e.p.Name)
+	}
+	if e.prof == nil && e.dispatches > 0 {
+		if e.stamps == 0 {
+			var err error
+			if e.stamps, err = vd.NewTimestampPool(2 * e.dispatches); err != nil {
+				return nil, e.d.execError("preparing to profile "+e.p.Name, err)
+			}
+		}
+		cb, err := vd.NewCommandBuffer(e.cmdPool)
+		if err != nil {
+			return nil, e.d.execError("preparing to profile "+e.p.Name, err)
+		}
+		if _, err := e.record(cb, e.stamps); err != nil {
+			cb.Free()
+			return nil, err
+		}
+		e.prof = cb
+	}
+	var out []LaunchTime
+	at := map[int]int{} // kernel → entry
+	for _, k := range e.order {
+		if _, ok := at[k]; !ok {
+			at[k] = len(out)
+			pk, sk := e.p.Kernels[k], e.pipes[k].k
+			out = append(out, LaunchTime{Fn: sk.Name, Source: pk.Source,
+				Strategy: fmt.Sprintf("%s, %s of %s", pk.Schedule.Strategy, dims(sk.Groups, "work-group"), dims(sk.LocalSize, "invocation"))})
+		}
+	}
+	if e.prof == nil {
+		return out, e.Run()
+	}
+	if err := e.run(e.prof); err != nil {
+		return nil, err
+	}
+	if err := e.wait(); err != nil {
+		return nil, err
+	}
+	ts := make([]uint64, 2*e.dispatches)
+	if err := vd.Timestamps(e.stamps, 0, ts); err != nil {
+		return nil, e.d.execError("reading the timestamps of "+e.p.Name, err)
+	}
+	mask := uint64(math.MaxUint64) >> (64 - bits)
+	ns := float64(e.d.cand.Device.Limits.TimestampPeriod)
+	for n, k := range e.order {
+		out[at[k]].Seconds += float64((ts[2*n+1]-ts[2*n])&mask) * ns / 1e9
+	}
+	return out, nil
+}
+
+// dims writes a work-group size or count as "4×2 things" (trailing 1s
+// left out).
+func dims(d [3]int, thing string) string {
+	s := fmt.Sprint(d[0])
+	if d[1] != 1 || d[2] != 1 {
+		s += fmt.Sprintf("×%d", d[1])
+	}
+	if d[2] != 1 {
+		s += fmt.Sprintf("×%d", d[2])
+	}
+	if s != "1" {
+		thing += "s"
+	}
+	return s + " " + thing
+}
