@@ -3,12 +3,13 @@ package vulkan
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // LaunchTime is the device time of one kernel's dispatches.
 type LaunchTime struct {
 	Fn       string // the kernel's pipeline
-	Strategy string // its schedule and the emitted work-groups
+	Strategy string // its schedule, and work-groups × invocations dispatched
 	Source   string // the tile nodes the kernel computes
 	Seconds  float64
 }
@@ -53,7 +54,7 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 			at[k] = len(out)
 			pk, sk := e.p.Kernels[k], e.pipes[k].k
 			out = append(out, LaunchTime{Fn: sk.Name, Source: pk.Source,
-				Strategy: fmt.Sprintf("%s, %s of %s", pk.Schedule.Strategy, dims(sk.Groups, "work-group"), dims(sk.LocalSize, "invocation"))})
+				Strategy: fmt.Sprintf("%s, %s of %s", pk.Schedule.Strategy, dims(sk.Groups, "group"), dims(sk.LocalSize, ""))})
 		}
 	}
 	if e.prof == nil {
@@ -77,9 +78,9 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 	return out, nil
 }
 
-// dims writes a work-group size or count as "4×2 things" (trailing 1s
-// left out).
-func dims(d [3]int, thing string) string {
+// dims writes a work-group size or count as "4×2", trailing 1s left out,
+// and names a count's unit.
+func dims(d [3]int, unit string) string {
 	s := fmt.Sprint(d[0])
 	if d[1] != 1 || d[2] != 1 {
 		s += fmt.Sprintf("×%d", d[1])
@@ -87,8 +88,8 @@ func dims(d [3]int, thing string) string {
 	if d[2] != 1 {
 		s += fmt.Sprintf("×%d", d[2])
 	}
-	if s != "1" {
-		thing += "s"
+	if unit != "" && s != "1" {
+		unit += "s"
 	}
-	return s + " " + thing
+	return strings.TrimSpace(s + " " + unit)
 }

@@ -103,7 +103,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&so.threads, "threads", 0, "with --suite: CPU threads (GOMAXPROCS; default: all)")
 	fs.IntVar(&so.batch, "batch", 0, "with --suite: run every entry at this batch size (default: each entry's); with --onnx: the batch")
 	fs.BoolVar(&so.warmCache, "warm-cache", false, "with --suite: keep the usual program caches (compile seconds then show cache loads)")
-	profile := fs.Int("profile", 0, "with --onnx: after timing, run once more timing each kernel and print the `N` slowest (cpu and opencl devices)")
+	profile := fs.Int("profile", 0, "with --onnx: after timing, run once more timing each kernel and print the `N` slowest (cpu, opencl and vulkan devices)")
 	onnxPath := fs.String("onnx", "", "measure inference of the ONNX model `FILE` instead (--batch sets its open leading dimension, default 1)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

@@ -8,6 +8,7 @@ import (
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/cpu"
 	"github.com/tartanml/tartan/backend/opencl"
+	"github.com/tartanml/tartan/backend/vulkan"
 )
 
 // kernelTime is one kernel's share of a profiled run.
@@ -17,7 +18,8 @@ type kernelTime struct {
 }
 
 // profileRun runs x once timing each kernel, on the backends that can: the
-// CPU (wall time per kernel) and OpenCL (device time per launch).
+// CPU (wall time per kernel), OpenCL (device time per launch) and Vulkan
+// (device time per kernel, from timestamps around its dispatches).
 func profileRun(x backend.Executable) ([]kernelTime, error) {
 	var out []kernelTime
 	switch e := x.(type) {
@@ -37,8 +39,16 @@ func profileRun(x backend.Executable) ([]kernelTime, error) {
 		for _, t := range ts {
 			out = append(out, kernelTime{t.Fn, t.Strategy, t.Source, t.Seconds})
 		}
+	case *vulkan.Executable:
+		ts, err := e.Profile()
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			out = append(out, kernelTime{t.Fn, t.Strategy, t.Source, t.Seconds})
+		}
 	default:
-		return nil, fmt.Errorf("this backend cannot time kernels one by one (cpu and opencl devices can)")
+		return nil, fmt.Errorf("this backend cannot time kernels one by one (cpu, opencl and vulkan devices can)")
 	}
 	return out, nil
 }
