@@ -3,13 +3,12 @@ package vulkan
 import (
 	"fmt"
 	"math"
-	"strings"
 )
 
 // LaunchTime is the device time of one kernel's dispatches.
 type LaunchTime struct {
 	Fn       string // the kernel's pipeline
-	Strategy string // its schedule, and work-groups × invocations dispatched
+	Strategy string // its schedule, work-groups and their invocations
 	Source   string // the tile nodes the kernel computes
 	Seconds  float64
 }
@@ -31,13 +30,10 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 			e.d.cand.ID, e.d.cand.Device.Name, e.p.Name)
 	}
 	if e.prof == nil && e.dispatches > 0 {
-		if e.stamps == 0 {
-			var err error
-			if e.stamps, err = vd.NewTimestampPool(2 * e.dispatches); err != nil {
-				return nil, e.d.execError("preparing to profile "+e.p.Name, err)
-			}
-		}
 		cb, err := vd.NewCommandBuffer(e.cmdPool)
+		if err == nil && e.stamps == 0 {
+			e.stamps, err = vd.NewTimestampPool(2 * e.dispatches)
+		}
 		if err != nil {
 			return nil, e.d.execError("preparing to profile "+e.p.Name, err)
 		}
@@ -53,8 +49,9 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 		if _, ok := at[k]; !ok {
 			at[k] = len(out)
 			pk, sk := e.p.Kernels[k], e.pipes[k].k
+			g, l := sk.Groups, sk.LocalSize
 			out = append(out, LaunchTime{Fn: sk.Name, Source: pk.Source,
-				Strategy: fmt.Sprintf("%s, %s of %s", pk.Schedule.Strategy, dims(sk.Groups, "group"), dims(sk.LocalSize, ""))})
+				Strategy: fmt.Sprintf("%s, %d×%d×%d groups of %d", pk.Schedule.Strategy, g[0], g[1], g[2], l[0]*l[1]*l[2])})
 		}
 	}
 	if e.prof == nil {
@@ -76,20 +73,4 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 		out[at[k]].Seconds += float64((ts[2*n+1]-ts[2*n])&mask) * ns / 1e9
 	}
 	return out, nil
-}
-
-// dims writes a work-group size or count as "4×2", trailing 1s left out,
-// and names a count's unit.
-func dims(d [3]int, unit string) string {
-	s := fmt.Sprint(d[0])
-	if d[1] != 1 || d[2] != 1 {
-		s += fmt.Sprintf("×%d", d[1])
-	}
-	if d[2] != 1 {
-		s += fmt.Sprintf("×%d", d[2])
-	}
-	if unit != "" && s != "1" {
-		unit += "s"
-	}
-	return strings.TrimSpace(s + " " + unit)
 }
