@@ -24,7 +24,7 @@ import (
 // CompilerVersion is mixed into every cache key; change it whenever the
 // compiler's output for some graph changes, or the format of cache entries
 // does, so that stale programs are never loaded.
-const CompilerVersion = "tartan-compile/7"
+const CompilerVersion = "tartan-compile/8"
 
 // CompileCached is Compile with an on-disk cache. Programs are stored under
 // $XDG_CACHE_HOME/tartan/programs (~/.cache/tartan when XDG_CACHE_HOME is
@@ -437,7 +437,11 @@ func cacheKey(g *tile.Graph, t Target, deviceKey string) string {
 	w.str(CompilerVersion)
 	w.str(deviceKey)
 	w.str(t.Backend)
-	w.ints(t.Workers, t.ComputeUnits, t.MaxWorkGroup, t.LocalMemBytes, t.VectorWidth, t.workers())
+	splitK := 0
+	if t.SplitK {
+		splitK = 1
+	}
+	w.ints(t.Workers, t.ComputeUnits, t.MaxWorkGroup, t.LocalMemBytes, t.VectorWidth, t.workers(), splitK)
 	encodeGraph(w, g)
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -25,6 +25,11 @@ type Target struct {
 	LocalMemBytes int
 	// VectorWidth is the number of float32 lanes of the SIMD unit.
 	VectorWidth int
+	// SplitK says that the backend's tiled matrix products can split
+	// their sum across work-groups (OpenCL). Without it, a work-item
+	// target runs a product of few outputs over a long sum as a
+	// reduction instead (see gemmWorth).
+	SplitK bool
 }
 
 func (t Target) validate() error {

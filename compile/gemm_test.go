@@ -32,13 +32,22 @@ func TestPaddedProductsScheduleGEMM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A weight gradient of 27×16 outputs, each summing 4·16·16 points.
+	lx, lw := g.Input("lx", f32, s(4, 16, 16, 3)), g.Input("lw", f32, s(3, 3, 3, 16))
+	lconv := tile.ParseContraction(g, "O[n, y, x, f : 4, 16, 16, 16] = +(X[n, y + i - 1, x + j - 1, c] * W[i, j, c, f])",
+		map[string]*tile.Tensor{"X": lx, "W": lw}, nil)
+	lgs, err := grad.Grad(g, op.Sum(g, g.Mul(lconv, g.Input("lr", f32, s(4, 16, 16, 16))), nil, false), lw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetOutput("longdw", lgs[0])
 	g.SetOutput("conv", conv)
 	g.SetOutput("dx", gs[0])
 	g.SetOutput("dw", gs[1])
 	g.SetOutput("band", band)
 	g.SetOutput("mask", mask)
 	g.SetOutput("small", small)
-	for _, tgt := range []Target{testTarget, {Backend: "opencl", ComputeUnits: 132, MaxWorkGroup: 1024}, {Backend: "vulkan", ComputeUnits: 1, MaxWorkGroup: 1024}} {
+	for _, tgt := range []Target{testTarget, {Backend: "opencl", ComputeUnits: 132, MaxWorkGroup: 1024, SplitK: true}, {Backend: "vulkan", ComputeUnits: 1, MaxWorkGroup: 1024}} {
 		p, err := Compile(g, tgt)
 		if err != nil {
 			t.Fatal(err)
@@ -64,18 +73,20 @@ func TestPaddedProductsScheduleGEMM(t *testing.T) {
 			gA, gB     bool
 			reason     string
 			gpuOnlyCPU bool // gemm on the CPU, loops on GPU targets
+			splitOnly  bool // loops on GPU targets without SplitK
 		}{
-			{"conv", "gemm", 2, 0, true, false, "", false},
-			{"dx", "gemm", 2, 0, true, false, "", false},
-			{"dw", "gemm", 2, 0, true, false, "", false},
-			{"band", "gemm", 1, 0, false, false, "", false},
-			{"mask", "loops", 0, 0, false, false, "reads loops of both operands", false},
-			{"small", "gemm", 2, 0, true, false, "too small for tiles", true},
+			{"conv", "gemm", 2, 0, true, false, "", false, false},
+			{"dx", "gemm", 2, 0, true, false, "", false, false},
+			{"dw", "gemm", 2, 0, true, false, "", false, false},
+			{"band", "gemm", 1, 0, false, false, "", false, false},
+			{"mask", "loops", 0, 0, false, false, "reads loops of both operands", false, false},
+			{"small", "gemm", 2, 0, true, false, "too small for tiles", true, false},
+			{"longdw", "gemm", 2, 0, true, false, "few outputs over a long sum", false, true},
 		} {
 			i := kernelOf(c.out)
 			k := p.Kernels[i]
 			want := c.strategy
-			if c.gpuOnlyCPU && tgt.Backend != "cpu" {
+			if c.gpuOnlyCPU && tgt.Backend != "cpu" || c.splitOnly && tgt.Backend != "cpu" && !tgt.SplitK {
 				want = "loops"
 			}
 			if k.Schedule.Strategy != want {

@@ -281,11 +281,21 @@ func gemmView(prog *kir.Program, k *kir.Kernel) (view *kir.GEMMView, regular boo
 // which the tiles of a smaller product do not repay over the loop nest.
 const gpuMinRows, gpuMinDepth = 16, 32
 
+// Long sums on targets without SplitK: a product of at most
+// reduceMaxOutputs outputs (batch × M × N) summing at least reduceMinDepth
+// points would occupy a few work-groups for the whole sum as tiles (a
+// convolution's weight gradient: 27×32 outputs over 65,536 points), so it
+// runs as loops, which such a backend gives a work-group per output
+// reduction.
+const reduceMaxOutputs, reduceMinDepth = 1 << 15, 256
+
 // gemmWorth is the cost model's choice between the matrix-product
 // strategy and the loop nest for a kernel that view maps onto a product:
 // on every target a batch of dot products (matrices of one element) runs
 // as loops; on work-item targets (OpenCL, Vulkan) a product of irregular
-// operands must be large enough for its tiles (gpuMinRows, gpuMinDepth);
+// operands must be large enough for its tiles (gpuMinRows, gpuMinDepth),
+// and without SplitK a product of few outputs over a long sum runs as loops
+// (reduceMaxOutputs, reduceMinDepth);
 // the CPU's packed product takes every other product. It returns the
 // reason for the why line.
 func gemmWorth(t Target, k *kir.Kernel, view *kir.GEMMView, regular bool) (bool, string) {
@@ -311,6 +321,8 @@ func gemmWorth(t Target, k *kir.Kernel, view *kir.GEMMView, regular bool) (bool,
 		return false, "dot products " + size
 	case t.workItems() && !regular && (m < gpuMinRows || n < gpuMinRows || kk < gpuMinDepth):
 		return false, fmt.Sprintf("product %s too small for tiles of irregular operands", size)
+	case t.workItems() && !t.SplitK && nb*m*n <= reduceMaxOutputs && kk >= reduceMinDepth:
+		return false, fmt.Sprintf("product %s: few outputs over a long sum, which tiles cannot split on this backend", size)
 	}
 	return true, fmt.Sprintf("%s; batch %d, M %d, N %d, K %d loops", size, len(view.Batch), len(view.M), len(view.N), len(view.K))
 }

@@ -242,6 +242,7 @@ func (d *Device) Target() compile.Target {
 		MaxWorkGroup:  max(d.info.MaxWorkGroupSize, 1),
 		LocalMemBytes: int(d.info.LocalMemSize),
 		VectorWidth:   max(d.info.PreferredVectorWidthFloat, 1),
+		SplitK:        true,
 	}
 }
 
