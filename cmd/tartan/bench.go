@@ -103,7 +103,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&so.threads, "threads", 0, "with --suite: CPU threads (GOMAXPROCS; default: all)")
 	fs.IntVar(&so.batch, "batch", 0, "with --suite: run every entry at this batch size (default: each entry's); with --onnx: the batch")
 	fs.BoolVar(&so.warmCache, "warm-cache", false, "with --suite: keep the usual program caches (compile seconds then show cache loads)")
-	profile := fs.Int("profile", 0, "with --onnx: after timing, run once more timing each kernel and print the `N` slowest (cpu, opencl and vulkan devices)")
+	profile := fs.Int("profile", 0, "with --onnx or --suite: after timing, run once more timing each kernel and print the `N` slowest (cpu, opencl and vulkan devices)")
 	onnxPath := fs.String("onnx", "", "measure inference of the ONNX model `FILE` instead (--batch sets its open leading dimension, default 1)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -120,6 +120,10 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if *profile < 0 || *profile > 0 && *onnxPath == "" && !so.suite {
+		return usageError("--profile N takes a positive N, with --onnx or --suite")
+	}
+	so.profile = *profile
 	if *onnxPath != "" {
 		if so.suite {
 			return usageError("--onnx and --suite are two different benchmarks: give one")
@@ -141,14 +145,9 @@ func benchCommand(args []string, stdout, stderr io.Writer) error {
 		if batch < 0 {
 			return usageError("--batch %d must be positive", batch)
 		}
-		if *profile < 0 {
-			return usageError("--profile %d must be positive", *profile)
-		}
 		return onnxBench(*onnxPath, batch, *steps*10, *profile, *devID, *jsonPath, stdout, stderr)
 	}
-	if *profile != 0 {
-		return usageError("--profile applies with --onnx only")
-	}
+
 	if so.suite {
 		so.steps, so.device, so.json = *steps, *devID, *jsonPath
 		return suiteCommand(so, stdout, stderr)
@@ -413,6 +412,7 @@ type suiteFlags struct {
 	json                          string
 	maxSeconds                    float64
 	warmup, threads, batch, steps int
+	profile                       int
 }
 
 // suiteCommand runs the benchmark suite, or reads Tartan's figures with
@@ -432,8 +432,8 @@ func suiteCommand(so suiteFlags, stdout, stderr io.Writer) error {
 	var rep bench.Report
 	failed := 0
 	if so.from != "" {
-		if so.device != "" || so.threads != 0 || so.batch != 0 || so.warmCache || so.only != "" || so.fragments {
-			return usageError("--from reads Tartan's figures from files and measures nothing: --device, --threads, --batch, --warm-cache, --only and --fragments do not apply")
+		if so.device != "" || so.threads != 0 || so.batch != 0 || so.warmCache || so.only != "" || so.fragments || so.profile != 0 {
+			return usageError("--from reads Tartan's figures from files and measures nothing: --device, --threads, --batch, --warm-cache, --only, --fragments and --profile do not apply")
 		}
 		r, err := bench.ReadReports(splitList(so.from))
 		if err != nil {
@@ -488,6 +488,12 @@ func suiteCommand(so suiteFlags, stdout, stderr io.Writer) error {
 					r.MSPerStep, r.Steps, r.CompileSeconds, kernels, r.FirstLoss, r.LastLoss))
 			}
 			rep.Entries = append(rep.Entries, r)
+			if so.profile > 0 && r.Error == "" {
+				fmt.Fprintf(stdout, "%s, one training step:\n", e.Name)
+				if err := profileEntry(stdout, dev, e, opts.Config, so.profile); err != nil {
+					return fmt.Errorf("%s: %w", e.Name, err)
+				}
+			}
 		}
 	}
 	bench.WriteTable(stdout, rep)

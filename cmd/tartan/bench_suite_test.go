@@ -22,9 +22,16 @@ func suiteCLI(args ...string) (int, string, string) {
 func TestBenchSuiteMeasures(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "suite.json")
 	code, out, errs := suiteCLI("--suite", "--device", "cpu", "--only", "stem,lstm", "--batch", "2",
-		"--threads", "1", "--warmup", "1", "--steps", "2", "--max-seconds", "100", "--json", js)
+		"--threads", "1", "--warmup", "1", "--steps", "2", "--max-seconds", "100", "--json", js, "--profile", "2")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	// --profile prints each entry's slowest kernels after its measurement.
+	for _, name := range []string{"stem", "lstm"} {
+		_, after, ok := strings.Cut(out, name+", one training step:\nprofile: ")
+		if !ok || !strings.Contains(after, " ms in all; the 2 slowest:\n") {
+			t.Errorf("no profile of %s:\n%s", name, out)
+		}
 	}
 	rep, err := bench.ReadReport(js)
 	if err != nil {
@@ -89,6 +96,9 @@ func TestBenchSuiteUsage(t *testing.T) {
 		{[]string{"--suite", "--only", "resnet50"}, `"resnet50"`},
 		{[]string{"--suite", "--max-seconds", "0"}, "--max-seconds must be above 0"},
 		{[]string{"--suite", "--from", "x.json", "--device", "cpu"}, "--from reads"},
+		{[]string{"--suite", "--from", "x.json", "--profile", "2"}, "--profile do not apply"},
+		{[]string{"--profile", "2"}, "--profile N takes a positive N, with --onnx or --suite"},
+		{[]string{"--suite", "--profile", "-1"}, "--profile N takes a positive N"},
 	} {
 		code, _, errs := suiteCLI(c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) {

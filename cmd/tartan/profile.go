@@ -9,6 +9,8 @@ import (
 	"github.com/tartanml/tartan/backend/cpu"
 	"github.com/tartanml/tartan/backend/opencl"
 	"github.com/tartanml/tartan/backend/vulkan"
+	"github.com/tartanml/tartan/bench"
+	"github.com/tartanml/tartan/tile"
 )
 
 // kernelTime is one kernel's share of a profiled run.
@@ -84,6 +86,43 @@ func printProfile(w io.Writer, x backend.Executable, n int) error {
 			share = 100 * t.seconds / total
 		}
 		fmt.Fprintf(w, "%10.3f ms %5.1f%%  %-24s %-28s %s\n", t.seconds*1e3, share, t.name, t.how, src)
+	}
+	return nil
+}
+
+// capture is a device that keeps what it compiles, for profiling.
+type capture struct {
+	backend.Device
+	exes []backend.Executable
+}
+
+func (c *capture) Compile(g *tile.Graph) (backend.Executable, error) {
+	x, err := c.Device.Compile(g)
+	if err == nil {
+		c.exes = append(c.exes, x)
+	}
+	return x, err
+}
+
+// profileEntry builds a suite entry's training step again, runs it twice
+// and prints the n slowest kernels of one more step of each program it
+// compiled.
+func profileEntry(w io.Writer, dev backend.Device, e bench.Entry, c bench.Config, n int) error {
+	cd := &capture{Device: dev}
+	st, err := e.Build(cd, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for range 2 {
+		if _, err := st.Run(); err != nil {
+			return err
+		}
+	}
+	for _, x := range cd.exes {
+		if err := printProfile(w, x, n); err != nil {
+			return err
+		}
 	}
 	return nil
 }

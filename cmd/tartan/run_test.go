@@ -292,7 +292,7 @@ func TestRunAndBenchExportedModel(t *testing.T) {
 	if math.Abs(share-100) > 0.5*float64(len(lines)) {
 		t.Errorf("shares sum to %.1f%%:\n%s", share, prof)
 	}
-	if code := run([]string{"bench", "--suite", "--profile", "3"}, &stdout, &stderr); code != 2 {
-		t.Errorf("bench --suite --profile: exit %d, want a usage error", code)
+	if code := run([]string{"bench", "--profile", "3"}, &stdout, &stderr); code != 2 {
+		t.Errorf("bench --profile without --onnx or --suite: exit %d, want a usage error", code)
 	}
 }
