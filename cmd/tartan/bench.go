@@ -72,7 +72,9 @@ type stepBench struct {
 // median ms/step, the compile seconds, the kernel count and the parameter
 // count (on stderr as "bench: [i/n] NAME (KIND, batch B)… FIGURES (S s)"
 // while the suite runs, in the table on stdout at the end), and --json
-// writes the report. --threads sets the CPU threads
+// writes the report. --profile N then also prints, after each entry, the N
+// slowest kernels of one more training step (device time per kernel on
+// OpenCL and Vulkan, wall time on the CPU). --threads sets the CPU threads
 // (GOMAXPROCS). --peer FILE[,FILE…] reads reports of bench/torch_suite.py
 // (several files: the median per entry) and prints Tartan ÷ peer per entry
 // and the geometric mean over the models; --from FILE[,FILE…] takes
@@ -84,7 +86,7 @@ type stepBench struct {
 //
 //	tartan bench --suite [--fragments] [--only NAME,…] [--device ID] [--threads N]
 //	             [--steps N] [--max-seconds S] [--warmup N] [--batch N] [--warm-cache]
-//	             [--json FILE] [--peer FILE,…] [--from FILE,…]
+//	             [--json FILE] [--peer FILE,…] [--from FILE,…] [--profile N]
 func benchCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tartan bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
