@@ -1,6 +1,7 @@
 package spirv
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -97,4 +98,96 @@ func TestInterpretedProducts(t *testing.T) {
 			checkProgram(t, p, full, inputs)
 		})
 	}
+}
+
+// coopTarget is a device with cooperative matrices of shape s in
+// sub-groups of sub invocations and NVIDIA's 48 KiB of shared memory.
+func coopTarget(s CoopShape, sub int) Target {
+	t := full
+	t.Coop, t.SubgroupSize, t.SharedBytes = s, sub, 49152
+	return t
+}
+
+// TestInterpretedCoopProducts runs the product cases on cooperative
+// matrices through the SPIR-V interpreter. With the operands rounded to
+// float16 first, kir.Interpret must agree to float32 rounding; with the
+// float32 operands, within float16 input rounding (1e-2 relative to the
+// output's root mean square).
+func TestInterpretedCoopProducts(t *testing.T) {
+	targets := []struct {
+		name string
+		t    Target
+	}{
+		{"16x16x16-sub32", coopTarget(CoopShape{M: 16, N: 16, K: 16}, 32)},
+		{"16x8x16-sub32", coopTarget(CoopShape{M: 16, N: 8, K: 16}, 32)},
+		{"16x16x16-sub64", coopTarget(CoopShape{M: 16, N: 16, K: 16}, 64)},
+	}
+	for ti, tg := range targets {
+		for ci, c := range productCases {
+			if ti > 0 && ci%3 != ti {
+				continue // the other shapes on a few cases
+			}
+			t.Run(tg.name+"/"+c.name, func(t *testing.T) {
+				p, gemm, inputs := c.build(t, 2)
+				k, err := Emit(p, gemm, tg.t)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !hasOp(k.Words, opCoopMatrixMulAdd) {
+					t.Fatalf("the product does not run on cooperative matrices")
+				}
+				got, err := runProgram(p, tg.t, inputs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rounded := map[int][]float64{}
+				for id, x := range inputs {
+					r := make([]float64, len(x))
+					for i, v := range x {
+						r[i] = halfValue(halfBits(v, tg.t.Coop.BFloat16), tg.t.Coop.BFloat16)
+					}
+					rounded[id] = r
+				}
+				for _, ref := range []struct {
+					in    map[int][]float64
+					exact bool
+				}{{rounded, true}, {inputs, false}} {
+					want := make([][]float64, len(p.Buffers))
+					for id, x := range ref.in {
+						want[id] = append([]float64(nil), x...)
+					}
+					if err := kir.Interpret(p, want); err != nil {
+						t.Fatal(err)
+					}
+					o := p.Outputs[0].Buffer
+					if ref.exact {
+						if err := closeTo(tile.Float32, got[o], want[o]); err != nil {
+							t.Errorf("against float16-rounded operands: %v", err)
+						}
+						continue
+					}
+					rms := 0.0
+					for _, w := range want[o] {
+						rms += w * w
+					}
+					rms = math.Sqrt(rms / float64(len(want[o])))
+					for i, w := range want[o] {
+						if math.Abs(got[o][i]-w) > 1e-2*max(math.Abs(w), rms) {
+							t.Fatalf("element %d: got %v, want %v (float32 operands)", i, got[o][i], w)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// hasOp reports whether a module has an instruction of opcode op.
+func hasOp(words []uint32, op uint32) bool {
+	for w := words[5:]; len(w) > 0; w = w[w[0]>>16:] {
+		if w[0]&0xffff == op {
+			return true
+		}
+	}
+	return false
 }
