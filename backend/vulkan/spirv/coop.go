@@ -99,7 +99,9 @@ func (e *emitter) coopGEMM(v *kir.GEMMView) {
 		acc[i] = m.local(tC)
 		m.do(opStore, acc[i], zero)
 	}
-	elem := func(arr uint32, t uint32, i uint32) uint32 { return m.op(opAccessChain, m.tPtr(scWorkgroup, t), arr, i) }
+	elem := func(arr uint32, t uint32, i uint32) uint32 {
+		return m.op(opAccessChain, m.tPtr(scWorkgroup, t), arr, i)
+	}
 	conv := func(x uint32) uint32 { return m.op(opFConvert, h, x) }
 	rowMajor := e.m.cUint(0)
 	// stage fills buffer buf (an id of 0 or 1) with the slice at depth k0.
