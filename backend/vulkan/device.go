@@ -203,15 +203,15 @@ func OpenCandidate(c Candidate, opts ...Option) (*Device, error) {
 		if coop, err = coopShape(c, cfg.matmul); err != nil {
 			return nil, err
 		}
-		want.CooperativeMatrix, want.ShaderFloat16 = true, true
+		want.CooperativeMatrix, want.ShaderFloat16, want.VulkanMemoryModel = true, true, true
 	}
 	vd, err := pd.NewDevice(want)
 	if err != nil {
 		return nil, fmt.Errorf("vulkan: opening %s %q: %w", c.ID, pd.Name, err)
 	}
-	if coop.M > 0 && !(vd.Enabled.CooperativeMatrix && vd.Enabled.ShaderFloat16) {
+	if coop.M > 0 && !(vd.Enabled.CooperativeMatrix && vd.Enabled.ShaderFloat16 && vd.Enabled.VulkanMemoryModel) {
 		vd.Destroy()
-		return nil, fmt.Errorf("vulkan: %s %q: matrix-product precision %s: the device did not enable cooperative matrices and float16", c.ID, pd.Name, cfg.matmul)
+		return nil, fmt.Errorf("vulkan: %s %q: matrix-product precision %s: the device did not enable cooperative matrices, float16 and the Vulkan memory model", c.ID, pd.Name, cfg.matmul)
 	}
 	d := &Device{cand: c, vk: vd, cfg: cfg}
 	l := pd.Limits
@@ -303,6 +303,8 @@ func coopShape(c Candidate, precision string) (spirv.CoopShape, error) {
 		return fail("its cooperative matrices are not for compute shaders")
 	case !pd.Features.ShaderFloat16:
 		return fail("it lacks shaderFloat16")
+	case !pd.HasVulkanMemoryModel():
+		return fail("it lacks the Vulkan memory model (vulkanMemoryModel), which cooperative matrices need")
 	case pd.SubgroupSize <= 0:
 		return fail("it does not report its sub-group size")
 	}

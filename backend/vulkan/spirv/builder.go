@@ -34,7 +34,7 @@ const (
 
 	capShader, capFloat64, capInt64                      = 1, 10, 11
 	capSignedZeroInfNanPreserve                          = 4466
-	capFloat16, capCoopMatrix                            = 9, 6022
+	capFloat16, capCoopMatrix, capVulkanMemoryModel      = 9, 6022, 5345
 	capBFloat16Type, capBFloat16CoopMatrix               = 5116, 5118
 	scInput, scFunction, scPushConstant, scStorageBuffer = 1, 7, 9, 12
 	scWorkgroup                                          = 4
@@ -68,8 +68,11 @@ type module struct {
 	// preserve lists the float widths whose signed zeros, infinities and
 	// NaNs the module asks to keep (SPV_KHR_float_controls).
 	preserve []uint32
-	// exts lists further SPIR-V extensions the module declares.
-	exts map[string]bool
+	// exts lists further SPIR-V extensions the module declares; vulkanMM
+	// selects the Vulkan memory model (cooperative matrices need it)
+	// rather than GLSL450's.
+	exts     map[string]bool
+	vulkanMM bool
 }
 
 func newModule() *module {
@@ -164,6 +167,7 @@ func (m *module) tHalf(bf16 bool) uint32 {
 func (m *module) tCoop(elem uint32, rows, cols, use int) uint32 {
 	m.caps[capCoopMatrix] = true
 	m.extension("SPV_KHR_cooperative_matrix")
+	m.vulkanMM = true
 	return m.global(key("coop", elem, uint32(rows), uint32(cols), uint32(use)), opTypeCoopMatrix, elem,
 		m.cUint(3), m.cUint(uint32(rows)), m.cUint(uint32(cols)), m.cUint(uint32(use))) // scope Subgroup
 }
@@ -340,6 +344,10 @@ func (m *module) words(ls [3]int) []uint32 {
 	if len(m.preserve) > 0 {
 		m.caps[capSignedZeroInfNanPreserve] = true
 	}
+	if m.vulkanMM {
+		m.caps[capVulkanMemoryModel] = true
+		m.extension("SPV_KHR_vulkan_memory_model")
+	}
 	var caps []int
 	for c := range m.caps {
 		caps = append(caps, int(c))
@@ -360,7 +368,11 @@ func (m *module) words(ls [3]int) []uint32 {
 		inst(&out, opExtension, str(x)...)
 	}
 	inst(&out, opExtInstImport, append([]uint32{m.glsl}, str("GLSL.std.450")...)...)
-	inst(&out, opMemoryModel, 0, 1)                 // Logical, GLSL450
+	model := uint32(1) // GLSL450
+	if m.vulkanMM {
+		model = 3 // Vulkan
+	}
+	inst(&out, opMemoryModel, 0, model)             // Logical
 	ep := append([]uint32{5, main}, str("main")...) // GLCompute
 	inst(&out, opEntryPoint, append(ep, m.iface...)...)
 	inst(&out, opExecutionMode, main, 17, uint32(ls[0]), uint32(ls[1]), uint32(ls[2])) // LocalSize

@@ -10,7 +10,8 @@ import "github.com/tartanml/tartan/kir"
 // and double-buffered, so that one barrier per slice suffices. Each
 // accumulator tile then goes through shared memory, where the sub-group's
 // invocations apply the kernel's epilogue to its elements one by one, as
-// the float32 template does. Invocation i belongs to sub-group
+// the float32 template does. Such modules use the Vulkan memory model, as
+// SPV_KHR_cooperative_matrix requires. Invocation i belongs to sub-group
 // i / SubgroupSize, as drivers lay out the sub-groups of a 1-D
 // work-group.
 
