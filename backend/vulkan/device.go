@@ -3,6 +3,7 @@ package vulkan
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,7 +101,31 @@ type Option func(*config)
 type config struct {
 	staging  bool
 	cacheDir *string
+	matmul   string
 }
+
+// Matrix-product precisions of float32 "gemm" kernels.
+const (
+	// MatmulFP32 multiplies in float32 on the ordinary cores: results agree
+	// with the reference to float32 rounding. The default.
+	MatmulFP32 = "fp32"
+	// MatmulFP16 multiplies on cooperative matrices (VK_KHR_cooperative_matrix,
+	// tensor cores) of float16-rounded operands, accumulating in float32:
+	// about 1e-3 relative error, and operands beyond ±65504 overflow.
+	MatmulFP16 = "fp16"
+	// MatmulBF16 would multiply bfloat16-rounded operands; it needs
+	// VK_KHR_shader_bfloat16, which Open does not enable yet, and is refused.
+	MatmulBF16 = "bf16"
+)
+
+// EnvMatmul names the environment variable that chooses the
+// matrix-product precision when WithMatmul does not: fp32 or fp16.
+const EnvMatmul = "TARTAN_MATMUL"
+
+// WithMatmul sets the float32 matrix-product precision (MatmulFP32 or
+// MatmulFP16), overriding $TARTAN_MATMUL. Open fails on a device that
+// cannot run the precision asked for; it never falls back.
+func WithMatmul(precision string) Option { return func(c *config) { c.matmul = precision } }
 
 // WithCacheDir sets the pipeline cache directory; "" disables the cache.
 // The default is $XDG_CACHE_HOME/tartan/vulkan.
@@ -165,9 +190,28 @@ func OpenCandidate(c Candidate, opts ...Option) (*Device, error) {
 		o(&cfg)
 	}
 	pd := c.Device
-	vd, err := pd.NewDevice(vk.Features{ShaderInt64: true, ShaderFloat64: true})
+	if cfg.matmul == "" {
+		cfg.matmul = os.Getenv(EnvMatmul)
+	}
+	if cfg.matmul == "" {
+		cfg.matmul = MatmulFP32
+	}
+	want := vk.Features{ShaderInt64: true, ShaderFloat64: true}
+	var coop spirv.CoopShape
+	if cfg.matmul != MatmulFP32 {
+		var err error
+		if coop, err = coopShape(c, cfg.matmul); err != nil {
+			return nil, err
+		}
+		want.CooperativeMatrix, want.ShaderFloat16, want.VulkanMemoryModel = true, true, true
+	}
+	vd, err := pd.NewDevice(want)
 	if err != nil {
 		return nil, fmt.Errorf("vulkan: opening %s %q: %w", c.ID, pd.Name, err)
+	}
+	if coop.M > 0 && !(vd.Enabled.CooperativeMatrix && vd.Enabled.ShaderFloat16 && vd.Enabled.VulkanMemoryModel) {
+		vd.Destroy()
+		return nil, fmt.Errorf("vulkan: %s %q: matrix-product precision %s: the device did not enable cooperative matrices, float16 and the Vulkan memory model", c.ID, pd.Name, cfg.matmul)
 	}
 	d := &Device{cand: c, vk: vd, cfg: cfg}
 	l := pd.Limits
@@ -180,6 +224,7 @@ func OpenCandidate(c Candidate, opts ...Option) (*Device, error) {
 		Float64:          vd.Enabled.ShaderFloat64,
 		NaNPreserve32:    pd.NaNPreserve32,
 		NaNPreserve64:    pd.NaNPreserve64 && vd.Enabled.ShaderFloat64,
+		Coop:             coop,
 	}
 	if err := d.chooseMemory(); err != nil {
 		vd.Destroy()
@@ -228,6 +273,81 @@ func (d *Device) chooseMemory() error {
 		}
 	}
 	return nil
+}
+
+// Matmul returns the float32 matrix-product precision the device runs
+// (MatmulFP32 or MatmulFP16).
+func (d *Device) Matmul() string { return d.cfg.matmul }
+
+// coopShape returns the cooperative-matrix shape a device runs products
+// of the given precision on, or an error naming the device, the
+// precision and what the device reports.
+func coopShape(c Candidate, precision string) (spirv.CoopShape, error) {
+	pd := c.Device
+	fail := func(why string) (spirv.CoopShape, error) {
+		return spirv.CoopShape{}, fmt.Errorf("vulkan: %s %q cannot run matrix-product precision %s ($%s or WithMatmul): %s; the device reports %s",
+			c.ID, pd.Name, precision, EnvMatmul, why, coopReport(pd))
+	}
+	switch precision {
+	case MatmulFP16:
+	case MatmulBF16:
+		return fail("bfloat16 products need VK_KHR_shader_bfloat16, which this backend does not enable yet")
+	default:
+		return spirv.CoopShape{}, fmt.Errorf("vulkan: unknown matrix-product precision %q ($%s or WithMatmul): want %s or %s", precision, EnvMatmul, MatmulFP32, MatmulFP16)
+	}
+	const compute, f16, f32, subgroup = 0x20, 0, 1, 3 // VK_SHADER_STAGE_COMPUTE_BIT, VkComponentTypeKHR, VkScopeKHR
+	switch {
+	case !pd.CooperativeMatrix || !pd.Features.CooperativeMatrix:
+		return fail("it lacks VK_KHR_cooperative_matrix")
+	case pd.CoopMatrixStages&compute == 0:
+		return fail("its cooperative matrices are not for compute shaders")
+	case !pd.Features.ShaderFloat16:
+		return fail("it lacks shaderFloat16")
+	case !pd.HasVulkanMemoryModel():
+		return fail("it lacks the Vulkan memory model (vulkanMemoryModel), which cooperative matrices need")
+	case pd.SubgroupSize <= 0:
+		return fail("it does not report its sub-group size")
+	}
+	var best spirv.CoopShape
+	for _, s := range pd.CoopMatrixShapes {
+		ok := s.AType == f16 && s.BType == f16 && s.CType == f32 && s.Result == f32 && s.Scope == subgroup && !s.SaturatingAccumulation
+		for _, n := range []int{s.M, s.N, s.K} {
+			ok = ok && (n == 8 || n == 16 || n == 32)
+		}
+		sh := spirv.CoopShape{M: s.M, N: s.N, K: s.K}
+		if !ok || spirv.CoopSharedBytes(sh, pd.SubgroupSize) > int(pd.Limits.MaxComputeSharedMemorySize) {
+			continue
+		}
+		// Prefer 16 × 16 × 16, then the largest.
+		if best.M == 0 || sh == (spirv.CoopShape{M: 16, N: 16, K: 16}) || best != (spirv.CoopShape{M: 16, N: 16, K: 16}) && s.M*s.N*s.K > best.M*best.N*best.K {
+			best = sh
+		}
+	}
+	if best.M == 0 {
+		return fail("it has no sub-group shape of 8, 16 or 32 along each side with float16 A and B and float32 C and result that fits its shared memory")
+	}
+	return best, nil
+}
+
+// coopReport describes a device's cooperative-matrix support.
+func coopReport(pd *vk.PhysicalDevice) string {
+	if !pd.CooperativeMatrix {
+		return "no VK_KHR_cooperative_matrix"
+	}
+	types := map[uint32]string{0: "f16", 1: "f32", 2: "f64", 3: "s8", 4: "s16", 5: "s32", 6: "s64", 7: "u8", 8: "u16", 9: "u32", 10: "u64", 1000141000: "bf16"}
+	name := func(t uint32) string {
+		if n, ok := types[t]; ok {
+			return n
+		}
+		return strconv.Itoa(int(t))
+	}
+	scopes := map[uint32]string{1: "device", 2: "workgroup", 3: "subgroup", 5: "queue family"}
+	var shapes []string
+	for _, s := range pd.CoopMatrixShapes {
+		shapes = append(shapes, fmt.Sprintf("%d×%d×%d %s·%s+%s→%s %s", s.M, s.N, s.K, name(s.AType), name(s.BType), name(s.CType), name(s.Result), scopes[s.Scope]))
+	}
+	return fmt.Sprintf("VK_KHR_cooperative_matrix (feature %v, stages %#x), shaderFloat16 %v, sub-groups of %d, %d KiB shared memory, shapes [%s]",
+		pd.Features.CooperativeMatrix, pd.CoopMatrixStages, pd.Features.ShaderFloat16, pd.SubgroupSize, pd.Limits.MaxComputeSharedMemorySize>>10, strings.Join(shapes, ", "))
 }
 
 // Info implements backend.Device.
@@ -342,10 +462,13 @@ func (d *Device) Describe() string {
 	if pd.CooperativeMatrix {
 		coop = fmt.Sprintf("VK_KHR_cooperative_matrix, %d shapes", len(pd.CoopMatrixShapes))
 	}
-	return fmt.Sprintf("%s %q (%s, %s)\n  %s\n  work-groups up to %d, sub-groups of %d, %d KiB shared memory, storage buffers up to %d MiB, %d MiB device-local\n  int64 %v, float64 %v, float16 %v; cooperative matrix: %s; %s",
+	if s := d.target.Coop; s.M > 0 {
+		coop += fmt.Sprintf(", products on %d×%d×%d", s.M, s.N, s.K)
+	}
+	return fmt.Sprintf("%s %q (%s, %s)\n  %s\n  work-groups up to %d, sub-groups of %d, %d KiB shared memory, storage buffers up to %d MiB, %d MiB device-local\n  int64 %v, float64 %v, float16 %v; cooperative matrix: %s; matrix products %s; %s",
 		d.cand.ID, pd.Name, pd.TypeName(), vendorName(pd.VendorID), d.Info().Driver,
 		d.target.MaxWorkGroupSize, pd.SubgroupSize, l.MaxComputeSharedMemorySize>>10, l.MaxStorageBufferRange>>20, pd.DeviceLocalBytes()>>20,
-		d.vk.Enabled.ShaderInt64, d.vk.Enabled.ShaderFloat64, pd.Features.ShaderFloat16, coop, mem)
+		d.vk.Enabled.ShaderInt64, d.vk.Enabled.ShaderFloat64, pd.Features.ShaderFloat16, coop, d.cfg.matmul, mem)
 }
 
 var _ backend.Device = (*Device)(nil)

@@ -25,4 +25,10 @@
 //
 // Float16 and BFloat16 tensors are float32 on the device, Bool a 32-bit 0
 // or 1 (spirv.StorageBytes).
+//
+// Float32 matrix products run in float32 (MatmulFP32, the default); with
+// $TARTAN_MATMUL=fp16 or WithMatmul(MatmulFP16) they run on cooperative
+// matrices (VK_KHR_cooperative_matrix) of float16-rounded operands with
+// float32 accumulation, and Open fails on a device that reports no such
+// shape.
 package vulkan

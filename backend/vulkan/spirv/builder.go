@@ -28,9 +28,14 @@ const (
 	opShiftRightLogic, opBitwiseXor                                  = 194, 198
 	opLoopMerge, opSelectionMerge, opLabel, opBranch, opBranchCond   = 246, 247, 248, 249, 250
 	opReturn, opTypeArray, opControlBarrier, opExtension             = 253, 28, 224, 10
+	opConstantNull                                                   = 46
+	// SPV_KHR_cooperative_matrix.
+	opTypeCoopMatrix, opCoopMatrixLoad, opCoopMatrixStore, opCoopMatrixMulAdd = 4456, 4457, 4458, 4459
 
 	capShader, capFloat64, capInt64                      = 1, 10, 11
 	capSignedZeroInfNanPreserve                          = 4466
+	capFloat16, capCoopMatrix, capVulkanMemoryModel      = 9, 6022, 5345
+	capBFloat16Type, capBFloat16CoopMatrix               = 5116, 5118
 	scInput, scFunction, scPushConstant, scStorageBuffer = 1, 7, 9, 12
 	scWorkgroup                                          = 4
 	decBlock, decArrayStride, decBuiltIn, decAliased     = 2, 6, 11, 20
@@ -63,6 +68,11 @@ type module struct {
 	// preserve lists the float widths whose signed zeros, infinities and
 	// NaNs the module asks to keep (SPV_KHR_float_controls).
 	preserve []uint32
+	// exts lists further SPIR-V extensions the module declares; vulkanMM
+	// selects the Vulkan memory model (cooperative matrices need it)
+	// rather than GLSL450's.
+	exts     map[string]bool
+	vulkanMM bool
 }
 
 func newModule() *module {
@@ -139,6 +149,34 @@ func (m *module) tFloat(bits uint32) uint32 {
 		m.caps[capFloat64] = true
 	}
 	return m.global(key("float", bits), opTypeFloat, bits)
+}
+
+// tHalf returns the 16-bit float type: IEEE binary16, or bfloat16.
+func (m *module) tHalf(bf16 bool) uint32 {
+	if bf16 {
+		m.caps[capBFloat16Type] = true
+		m.extension("SPV_KHR_bfloat16")
+		return m.global("bfloat16", opTypeFloat, 16, 0) // FP encoding BFloat16KHR
+	}
+	m.caps[capFloat16] = true
+	return m.tFloat(16)
+}
+
+// tCoop returns the sub-group cooperative matrix type of rows × cols
+// elements of type elem for use (0: A, 1: B, 2: accumulator).
+func (m *module) tCoop(elem uint32, rows, cols, use int) uint32 {
+	m.caps[capCoopMatrix] = true
+	m.extension("SPV_KHR_cooperative_matrix")
+	m.vulkanMM = true
+	return m.global(key("coop", elem, uint32(rows), uint32(cols), uint32(use)), opTypeCoopMatrix, elem,
+		m.cUint(3), m.cUint(uint32(rows)), m.cUint(uint32(cols)), m.cUint(uint32(use))) // scope Subgroup
+}
+
+func (m *module) extension(name string) {
+	if m.exts == nil {
+		m.exts = map[string]bool{}
+	}
+	m.exts[name] = true
 }
 
 func (m *module) tVec(elem, n uint32) uint32 {
@@ -306,6 +344,10 @@ func (m *module) words(ls [3]int) []uint32 {
 	if len(m.preserve) > 0 {
 		m.caps[capSignedZeroInfNanPreserve] = true
 	}
+	if m.vulkanMM {
+		m.caps[capVulkanMemoryModel] = true
+		m.extension("SPV_KHR_vulkan_memory_model")
+	}
 	var caps []int
 	for c := range m.caps {
 		caps = append(caps, int(c))
@@ -317,8 +359,20 @@ func (m *module) words(ls [3]int) []uint32 {
 	if len(m.preserve) > 0 {
 		inst(&out, opExtension, str("SPV_KHR_float_controls")...)
 	}
+	var exts []string
+	for x := range m.exts {
+		exts = append(exts, x)
+	}
+	sort.Strings(exts)
+	for _, x := range exts {
+		inst(&out, opExtension, str(x)...)
+	}
 	inst(&out, opExtInstImport, append([]uint32{m.glsl}, str("GLSL.std.450")...)...)
-	inst(&out, opMemoryModel, 0, 1)                 // Logical, GLSL450
+	model := uint32(1) // GLSL450
+	if m.vulkanMM {
+		model = 3 // Vulkan
+	}
+	inst(&out, opMemoryModel, 0, model)             // Logical
 	ep := append([]uint32{5, main}, str("main")...) // GLCompute
 	inst(&out, opEntryPoint, append(ep, m.iface...)...)
 	inst(&out, opExecutionMode, main, 17, uint32(ls[0]), uint32(ls[1]), uint32(ls[2])) // LocalSize

@@ -169,8 +169,8 @@ func (e *emitter) kernel() (*Kernel, error) {
 		err = e.grid(res, points, 0)
 	case gemm:
 		b, rows, cols, _ := k.Schedule.GEMM.Extents(k)
-		bm, bn := gemmBlock(rows, cols)
-		res.LocalSize, res.Groups = [3]int{gemmThreads, 1, 1}, [3]int{(cols + bn - 1) / bn, (rows + bm - 1) / bm, b}
+		bm, bn, threads := e.block(rows, cols)
+		res.LocalSize, res.Groups = [3]int{threads, 1, 1}, [3]int{(cols + bn - 1) / bn, (rows + bm - 1) / bm, b}
 		if total == 0 {
 			res.LocalSize, res.Groups = [3]int{}, [3]int{}
 		}

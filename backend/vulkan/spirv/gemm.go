@@ -9,7 +9,8 @@ import (
 // 16 × 16 grid, computes a block of C of rows × columns given by
 // gemmBlock, each invocation (block/16) × (block/16) of it (rows ty+16i,
 // columns tx+16j), with K-slices of gemmDepth of A and B staged in shared
-// memory.
+// memory. On a target with cooperative matrices the block is computed by
+// sub-groups instead (see coop.go); both share the frame below.
 const gemmDepth, gemmThreads = 16, 256
 
 // gemmBlock returns the rows and columns of C's block for a product of
@@ -70,44 +71,168 @@ func (e *emitter) tiled() bool {
 		}
 	}
 	b, rows, cols, _ := v.Extents(k)
-	bm, bn := gemmBlock(rows, cols)
+	bm, bn, threads := e.block(rows, cols)
+	if threads > e.t.MaxWorkGroupSize {
+		return false
+	}
 	fits := func(i, n int) bool { return n <= e.t.MaxGroupCount[i] || e.t.MaxGroupCount[i] <= 0 && n <= 65535 }
 	return fits(2, b) && fits(1, (rows+bm-1)/bm) && fits(0, (cols+bn-1)/bn)
 }
 
-// gemm emits the tiled product of view v for work-group (column block,
-// row block, batch). Out-of-range rows, columns and depths of a block
-// stage zeros, and so does an operand where one of its Where conditions
-// fails or its guarded load leaves its buffer (see kir.GEMMView); each
-// output point then gets the kernel's epilogue.
-func (e *emitter) gemm(v *kir.GEMMView) {
+// block returns the block and work-group size of the target's template
+// for a product of rows × cols.
+func (e *emitter) block(rows, cols int) (bm, bn, threads int) {
+	if e.t.Coop.M > 0 {
+		c := coopBlock(e.t.Coop, e.t.SubgroupSize, rows, cols)
+		return c.bm, c.bn, c.threads
+	}
+	bm, bn = gemmBlock(rows, cols)
+	return bm, bn, gemmThreads
+}
+
+// frame is what both templates of the tiled product share: the
+// invocation's place in its work-group and the block's in C, the loop
+// variables at the block's batch point, the staging of operands into
+// shared memory and the epilogue of each output point.
+type frame struct {
+	e                 *emitter
+	v                 *kir.GEMMView
+	ranges            []kir.Range
+	vars              []uint32 // batch loops at the work-group's, the rest at their lower bounds
+	rows, cols, depth int
+	// lid is the invocation's index in the work-group, lo and hi its
+	// remainder and quotient by the width given to newFrame; row0 and
+	// col0 are the block's first row and column.
+	lid, lo, hi, row0, col0 uint32
+}
+
+// newFrame starts the tiled product of view v in blocks of bm × bn for
+// work-group (column block, row block, batch).
+func (e *emitter) newFrame(v *kir.GEMMView, bm, bn, width int) *frame {
 	m, k := e.m, e.k
+	i32 := m.tInt(32, true)
+	f := &frame{e: e, v: v, ranges: k.VarRanges()}
+	_, f.rows, f.cols, f.depth = v.Extents(k)
+	wg := func(c uint32) uint32 { return e.builtin(builtInWorkgroupID, c) }
+	f.lid = e.builtin(builtInLocalInvocationID, 0)
+	f.lo, f.hi = m.op(opSRem, i32, f.lid, e.ci(width)), m.op(opSDiv, i32, f.lid, e.ci(width))
+	f.col0, f.row0 = m.op(opIMul, i32, wg(0), e.ci(bn)), m.op(opIMul, i32, wg(1), e.ci(bm))
+	f.vars = make([]uint32, k.NumVars())
+	for x := range f.vars {
+		f.vars[x] = e.ci(f.ranges[x].Lo)
+	}
+	f.set(f.vars, v.Batch, wg(2))
+	return f
+}
+
+// set sets vars of the loops vs to their values at row-major position x
+// of their box.
+func (f *frame) set(vars []uint32, vs []int, x uint32) {
+	rs := make([]kir.Range, len(vs))
+	for i, v := range vs {
+		rs[i] = f.ranges[v]
+	}
+	for i, val := range f.e.split(x, rs) {
+		vars[vs[i]] = val
+	}
+}
+
+func (f *frame) add(a, b uint32) uint32 { return f.e.m.op(opIAdd, f.e.m.tInt(32, true), a, b) }
+func (f *frame) lt(a uint32, n int) uint32 {
+	return f.e.m.op(opSLessThan, f.e.m.tBool(), a, f.e.ci(n))
+}
+
+// operand returns A's (b false) or B's (b true) load, conditions, loops
+// along the block's rows or columns, the block's first of them and their
+// extent.
+func (f *frame) operand(b bool) (*kir.Expr, []kir.Cond, []int, uint32, int) {
+	if b {
+		return f.v.B, f.v.Conds(f.e.k, true), f.v.N, f.col0, f.cols
+	}
+	return f.v.A, f.v.Conds(f.e.k, false), f.v.M, f.row0, f.rows
+}
+
+// stage copies the K-slice of slice depths from depth k0 of operand b
+// (ext of its rows from the block's first) into shared array sh of
+// element type elem, element (r, d) at index at(r, d) and converted by
+// conv (nil: none), with threads invocations. The order reads memory
+// contiguously along the operand's innermost depth loop if it moves by
+// one element, else along its rows. Out-of-range rows and depths stage
+// zeros, and so do points where one of the operand's conditions fails or
+// its guarded load leaves its buffer.
+func (f *frame) stage(b bool, sh, elem, k0 uint32, ext, slice, threads int, at func(r, d uint32) uint32, conv func(uint32) uint32) {
+	e, m, v := f.e, f.e.m, f.v
 	i32, f32, bl := m.tInt(32, true), m.tFloat(32), m.tBool()
-	ranges := k.VarRanges()
-	pick := func(vs []int) []kir.Range {
-		rs := make([]kir.Range, len(vs))
-		for i, x := range vs {
-			rs[i] = ranges[x]
-		}
-		return rs
+	x, conds, g, r0, n := f.operand(b)
+	kFast := false
+	if len(v.K) > 0 {
+		coef, _, ok := kir.LinearForm(kir.Offset(x.Index, e.p.Buffers[x.Buf].Shape, f.ranges), len(f.vars))
+		kFast = ok && coef[v.K[len(v.K)-1]] == 1
 	}
-	set := func(vars []uint32, vs []int, x uint32) {
-		for i, val := range e.split(x, pick(vs)) {
-			vars[vs[i]] = val
+	total := ext * slice
+	for q := range (total + threads - 1) / threads {
+		t := f.add(f.lid, e.ci(q*threads))
+		one := func() {
+			r, d := m.op(opSRem, i32, t, e.ci(ext)), m.op(opSDiv, i32, t, e.ci(ext))
+			if kFast {
+				r, d = m.op(opSDiv, i32, t, e.ci(slice)), m.op(opSRem, i32, t, e.ci(slice))
+			}
+			row, kk := f.add(r0, r), f.add(k0, d)
+			in := m.op(opLogicalAnd, bl, f.lt(row, n), f.lt(kk, f.depth))
+			vs := append([]uint32(nil), f.vars...)
+			f.set(vs, g, m.op(opSelect, i32, in, row, e.ci(0)))
+			f.set(vs, v.K, m.op(opSelect, i32, in, kk, e.ci(0)))
+			// A guarded load yields 0 (its Fill value or a Skip load's)
+			// out of range, reading nothing outside its buffer.
+			sc := e.scope(vs, f.ranges)
+			val := sc.load(x)
+			in = e.and(append([]uint32{in}, sc.conds(conds)...))
+			idx := at(r, d)
+			ptr := m.op(opAccessChain, m.tPtr(scWorkgroup, elem), sh, idx)
+			val = m.op(opSelect, f32, in, val, e.num(kF32, 0))
+			if conv != nil {
+				val = conv(val)
+			}
+			m.do(opStore, ptr, val)
+		}
+		if (q+1)*threads > total {
+			m.ifThen(f.lt(t, total), one)
+		} else {
+			one()
 		}
 	}
-	_, rows, cols, depth := v.Extents(k)
+}
+
+// output applies the kernel's epilogue to the value acc returns, C's
+// element (row, col), and stores it, when the element is in C.
+func (f *frame) output(row, col uint32, acc func() uint32) {
+	e, m, k := f.e, f.e.m, f.e.k
+	m.ifThen(m.op(opLogicalAnd, m.tBool(), f.lt(row, f.rows), f.lt(col, f.cols)), func() {
+		vs := append([]uint32(nil), f.vars...)
+		f.set(vs, f.v.M, row)
+		f.set(vs, f.v.N, col)
+		lin := e.ci(0)
+		for d := range len(k.Shape) {
+			lin = f.add(m.op(opIMul, m.tInt(32, true), lin, e.ci(k.Shape[d])), vs[d])
+		}
+		e.finish(vs, lin, acc())
+	})
+}
+
+// gemm emits the tiled product of view v: the float32 template, or the
+// cooperative-matrix one on a target that has them.
+func (e *emitter) gemm(v *kir.GEMMView) {
+	if e.t.Coop.M > 0 {
+		e.coopGEMM(v)
+		return
+	}
+	m := e.m
+	i32, f32, _ := m.tInt(32, true), m.tFloat(32), m.tBool()
+	_, rows, cols, _ := v.Extents(e.k)
 	bm, bn := gemmBlock(rows, cols)
 	tm, tn := bm/16, bn/16
-	wg := func(c uint32) uint32 { return e.builtin(builtInWorkgroupID, c) }
-	lid := e.builtin(builtInLocalInvocationID, 0)
-	tx, ty := m.op(opSRem, i32, lid, e.ci(16)), m.op(opSDiv, i32, lid, e.ci(16))
-	col0, row0 := m.op(opIMul, i32, wg(0), e.ci(bn)), m.op(opIMul, i32, wg(1), e.ci(bm))
-	vars := make([]uint32, k.NumVars())
-	for x := range vars {
-		vars[x] = e.ci(ranges[x].Lo)
-	}
-	set(vars, v.Batch, wg(2))
+	f := e.newFrame(v, bm, bn, 16)
+	tx, ty := f.lo, f.hi
 	as, bs := e.shared(f32, bm*gemmDepth), e.shared(f32, bn*gemmDepth)
 	at := func(arr, i uint32) uint32 { return m.op(opAccessChain, m.tPtr(scWorkgroup, f32), arr, i) }
 	acc := make([]uint32, tm*tn)
@@ -115,41 +240,13 @@ func (e *emitter) gemm(v *kir.GEMMView) {
 		acc[i] = m.local(f32)
 		m.do(opStore, acc[i], e.num(kF32, 0))
 	}
-	lt := func(a uint32, n int) uint32 { return m.op(opSLessThan, bl, a, e.ci(n)) }
-	add := func(a, b uint32) uint32 { return m.op(opIAdd, i32, a, b) }
-	// stage copies the block's K-slice from depth k0 of operand x with
-	// conditions conds (rows along group g of extent n from r0, ext of
-	// them in a block) to shared array sh[depth][row], in the order that
-	// reads memory contiguously along x's innermost depth loop if it
-	// moves by one element, else along its rows.
-	stage := func(sh uint32, x *kir.Expr, conds []kir.Cond, g []int, r0, k0 uint32, n, ext int) {
-		kFast := false
-		if len(v.K) > 0 {
-			coef, _, ok := kir.LinearForm(kir.Offset(x.Index, e.p.Buffers[x.Buf].Shape, ranges), len(vars))
-			kFast = ok && coef[v.K[len(v.K)-1]] == 1
-		}
-		for q := range ext * gemmDepth / gemmThreads {
-			t := add(lid, e.ci(q*gemmThreads))
-			r, d := m.op(opSRem, i32, t, e.ci(ext)), m.op(opSDiv, i32, t, e.ci(ext))
-			if kFast {
-				r, d = m.op(opSDiv, i32, t, e.ci(gemmDepth)), m.op(opSRem, i32, t, e.ci(gemmDepth))
-			}
-			row, kk := add(r0, r), add(k0, d)
-			in := m.op(opLogicalAnd, bl, lt(row, n), lt(kk, depth))
-			vs := append([]uint32(nil), vars...)
-			set(vs, g, m.op(opSelect, i32, in, row, e.ci(0)))
-			set(vs, v.K, m.op(opSelect, i32, in, kk, e.ci(0)))
-			// A guarded load yields 0 (its Fill value or a Skip load's)
-			// out of range, reading nothing outside its buffer.
-			sc := e.scope(vs, ranges)
-			val := sc.load(x)
-			in = e.and(append([]uint32{in}, sc.conds(conds)...))
-			m.do(opStore, at(sh, add(m.op(opIMul, i32, d, e.ci(ext)), r)), m.op(opSelect, f32, in, val, e.num(kF32, 0)))
-		}
+	add := f.add
+	depthMajor := func(ext int) func(r, d uint32) uint32 {
+		return func(r, d uint32) uint32 { return add(m.op(opIMul, i32, d, e.ci(ext)), r) }
 	}
-	m.loop(e.ci(0), e.ci(depth), e.ci(gemmDepth), func(k0 uint32) {
-		stage(as, v.A, v.Conds(k, false), v.M, row0, k0, rows, bm)
-		stage(bs, v.B, v.Conds(k, true), v.N, col0, k0, cols, bn)
+	m.loop(e.ci(0), e.ci(f.depth), e.ci(gemmDepth), func(k0 uint32) {
+		f.stage(false, as, f32, k0, bm, gemmDepth, gemmThreads, depthMajor(bm), nil)
+		f.stage(true, bs, f32, k0, bn, gemmDepth, gemmThreads, depthMajor(bn), nil)
 		e.barrier()
 		m.loop(e.ci(0), e.ci(gemmDepth), e.ci(1), func(kk uint32) {
 			a, b := make([]uint32, tm), make([]uint32, tn)
@@ -166,18 +263,8 @@ func (e *emitter) gemm(v *kir.GEMMView) {
 		})
 		e.barrier()
 	})
-	nout := len(k.Shape)
 	for i := range acc {
-		row, col := add(row0, add(ty, e.ci(16*(i/tn)))), add(col0, add(tx, e.ci(16*(i%tn))))
-		m.ifThen(m.op(opLogicalAnd, bl, lt(row, rows), lt(col, cols)), func() {
-			vs := append([]uint32(nil), vars...)
-			set(vs, v.M, row)
-			set(vs, v.N, col)
-			lin := e.ci(0)
-			for d := range nout {
-				lin = add(m.op(opIMul, i32, lin, e.ci(k.Shape[d])), vs[d])
-			}
-			e.finish(vs, lin, m.op(opLoad, f32, acc[i]))
-		})
+		row, col := add(f.row0, add(ty, e.ci(16*(i/tn)))), add(f.col0, add(tx, e.ci(16*(i%tn))))
+		f.output(row, col, func() uint32 { return m.op(opLoad, f32, acc[i]) })
 	}
 }

@@ -19,8 +19,12 @@ type spvType struct {
 	width   uint32 // ints and floats
 	signed  bool
 	elem    uint32 // vectors, pointers, arrays
-	n       uint32 // vector length
+	n       uint32 // vector length; a cooperative matrix's rows
 	members []uint32
+	// Cooperative matrices: columns and use (0: A, 1: B, 2: accumulator);
+	// 16-bit floats: bf16 for bfloat16.
+	cols, use uint32
+	bf16      bool
 }
 
 // val is a value: a scalar's bits (integers zero-extended from their
@@ -79,7 +83,7 @@ func parseModule(words []uint32) (*spvModule, error) {
 				m.labels[a[0]] = len(m.code)
 			case opControlBarrier:
 				m.barrier = true
-			case opBranch, opBranchCond, opSelectionMerge, opLoopMerge, opReturn, opStore, opFunctionEnd:
+			case opBranch, opBranchCond, opSelectionMerge, opLoopMerge, opReturn, opStore, opFunctionEnd, opCoopMatrixStore:
 			default:
 				m.valueType[a[1]] = a[0]
 			}
@@ -103,7 +107,15 @@ func parseModule(words []uint32) (*spvModule, error) {
 		case opTypeInt:
 			m.types[a[0]] = spvType{op: op, width: a[1], signed: a[2] == 1}
 		case opTypeFloat:
-			m.types[a[0]] = spvType{op: op, width: a[1]}
+			m.types[a[0]] = spvType{op: op, width: a[1], bf16: len(a) > 2 && a[2] == 0}
+		case opTypeCoopMatrix:
+			if m.init[a[2]].b != 3 {
+				return nil, fmt.Errorf("cooperative matrix of scope %d, not Subgroup", m.init[a[2]].b)
+			}
+			m.types[a[0]] = spvType{op: op, elem: a[1], n: uint32(m.init[a[3]].b), cols: uint32(m.init[a[4]].b), use: uint32(m.init[a[5]].b)}
+		case opConstantNull:
+			t := m.types[a[0]]
+			m.init[a[1]], m.valueType[a[1]] = val{v: make([]val, t.n*t.cols), set: true}, a[0]
 		case opTypeVector:
 			m.types[a[0]] = spvType{op: op, elem: a[1], n: a[2]}
 		case opTypeArray:
@@ -315,6 +327,11 @@ func (in *invocation) run() error {
 				return err
 			}
 			continue
+		case opCoopMatrixStore:
+			if err := in.coopStore(a); err != nil {
+				return err
+			}
+			continue
 		}
 		rt, id := m.types[a[0]], a[1]
 		var r val
@@ -340,6 +357,10 @@ func (in *invocation) run() error {
 			r = in.get(a[2]).v[a[3]]
 		case opExtInst:
 			r = in.ext(rt, a[3], a[4:])
+		case opCoopMatrixLoad:
+			r, err = in.coopLoad(rt, a)
+		case opCoopMatrixMulAdd:
+			r, err = in.coopMulAdd(rt, a)
 		default:
 			r, err = in.alu(ins.op, rt, a)
 		}
@@ -410,6 +431,9 @@ func (in *invocation) alu(op uint32, rt spvType, a []uint32) (val, error) {
 		}
 		return val{b: trunc(uint64(int64(f)), w)}, nil
 	case opFConvert:
+		if w == 16 {
+			return val{b: halfBits(fl(x(0).b, t0().width), rt.bf16)}, nil
+		}
 		return val{b: fbits(fl(x(0).b, t0().width), w)}, nil
 	case opFNegate:
 		return val{b: fbits(-fl(x(0).b, w), w)}, nil

@@ -26,6 +26,20 @@ type Target struct {
 	// VK_KHR_shader_float_controls): modules then ask the driver to keep
 	// NaNs and infinities, which IEEE semantics need.
 	NaNPreserve32, NaNPreserve64 bool
+	// Coop, when its M is non-zero, runs tiled float32 products on
+	// cooperative matrices (VK_KHR_cooperative_matrix) of this shape in
+	// sub-groups of SubgroupSize invocations, which must be known: see
+	// coop.go. The runtime sets it only where the device reports the shape
+	// and it enabled the extension and the 16-bit type.
+	Coop CoopShape
+}
+
+// CoopShape is a sub-group-scope cooperative-matrix product that the
+// device runs: an M × K matrix times a K × N one, both of float16
+// (BFloat16: bfloat16) components, added to an M × N float32 one.
+type CoopShape struct {
+	M, N, K  int
+	BFloat16 bool
 }
 
 // Kernel is one kir kernel as a compute shader ("main", GLCompute), with

@@ -68,6 +68,7 @@ func (pd *PhysicalDevice) NewDevice(want Features) (*Device, error) {
 		ShaderInt16: want.ShaderInt16 && have.ShaderInt16, StorageBuffer16BitAccess: want.StorageBuffer16BitAccess && have.StorageBuffer16BitAccess,
 		ShaderFloat16: want.ShaderFloat16 && have.ShaderFloat16, ShaderInt8: want.ShaderInt8 && have.ShaderInt8,
 		CooperativeMatrix: want.CooperativeMatrix && have.CooperativeMatrix,
+		VulkanMemoryModel: want.VulkanMemoryModel && pd.HasVulkanMemoryModel(),
 	}
 	var exts []string
 	if pd.HasExtension("VK_KHR_portability_subset") {
@@ -98,7 +99,13 @@ func (pd *PhysicalDevice) NewDevice(want Features) (*Device, error) {
 	}
 	if en.CooperativeMatrix {
 		cm := &coopMatFeatures{sType: stPhysicalDeviceCoopMatFeatures, cooperativeMatrix: 1}
-		*next = ptr(&ps, cm)
+		*next, next = ptr(&ps, cm), &cm.pNext
+	}
+	if en.VulkanMemoryModel {
+		mm, ext := pd.memoryModelFeatures()
+		if *next = ptr(&ps, mm); ext != "" {
+			exts = append(exts, ext)
+		}
 	}
 	prio := float32(1)
 	qci := deviceQueueCreateInfo{sType: stDeviceQueueCreateInfo, queueFamilyIndex: uint32(qf), queueCount: 1, pQueuePriorities: ptr(&ps, &prio)}

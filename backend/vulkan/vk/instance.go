@@ -244,6 +244,9 @@ type Features struct {
 	StorageBuffer16BitAccess                bool
 	ShaderFloat16, ShaderInt8               bool
 	CooperativeMatrix                       bool
+	// VulkanMemoryModel is vulkanMemoryModel; PhysicalDevice.Features
+	// leaves it false (see PhysicalDevice.HasVulkanMemoryModel).
+	VulkanMemoryModel bool
 }
 
 // CoopMatrixShape is one VkCooperativeMatrixPropertiesKHR: an M×N×K
