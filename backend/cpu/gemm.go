@@ -536,11 +536,11 @@ func (o *gemmOperand) evalInto(fr *frame, start, n int, dst []float32) {
 
 // pack writes the operand's points p in [p0, p1) and K points with the split
 // variable in [klo, khi) (all K points when splitVar < 0 or it covers its
-// whole range) into dst, P-major or K-major, and returns the leading
-// dimension.
-func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, klo, khi int, dst []float32, p0, p1 int) int {
+// whole range) into dst, P-major or K-major, with leading dimension ld (0:
+// dense), and returns the leading dimension.
+func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, klo, khi int, dst []float32, ld, p0, p1 int) int {
 	if o.affine != nil {
-		return o.packAffine(fr, ext, batch, bvals, splitVar, klo, khi, dst, p0, p1)
+		return o.packAffine(fr, ext, batch, bvals, splitVar, klo, khi, dst, ld, p0, p1)
 	}
 	s := o.s
 	o.prog.bind(fr)
@@ -597,11 +597,17 @@ func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, k
 		}
 		return max(1, kc)
 	}
+	if ld == 0 {
+		ld = kc
+		if o.kMajor {
+			ld = np
+		}
+	}
 	if !o.kMajor {
 		ax := o.axisVar
 		for p := p0; p < p1; p++ {
 			setVars(fr, s, o.pVar, ext, p)
-			row := dst[(p-p0)*kc : (p-p0+1)*kc]
+			row := dst[(p-p0)*ld : (p-p0)*ld+kc]
 			kk := 0
 			kStart()
 			for {
@@ -624,13 +630,13 @@ func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, k
 				}
 			}
 		}
-		return kc
+		return ld
 	}
 	ax := o.axisVar
 	kStart()
 	kk := 0
 	for {
-		col := dst[kk*np : (kk+1)*np]
+		col := dst[kk*ld : kk*ld+np]
 		for p := p0; p < p1; {
 			setVars(fr, s, o.pVar, ext, p)
 			pos := fr.vars[s.varLoop[ax]]
@@ -643,7 +649,7 @@ func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, k
 			break
 		}
 	}
-	return np
+	return ld
 }
 
 // setBatch sets the batch loops of fr to the current batch point.
@@ -691,7 +697,7 @@ func (g *gemmKernel) run(x *Executable) {
 				fr := x.frames[0]
 				fr.rows = 1
 				g.setBatch(fr)
-				g.colLd = g.colOp.pack(fr, g.ext, g.batch, g.bvals, -1, 0, 0, g.colPacked, 0, g.nc)
+				g.colLd = g.colOp.pack(fr, g.ext, g.batch, g.bvals, -1, 0, 0, g.colPacked, 0, 0, g.nc)
 			}
 			g.phase = phaseRows
 			x.pool.run(g, (g.nr+g.mb-1)/g.mb, g.workers)
@@ -751,7 +757,7 @@ func (g *gemmKernel) runTask(w, t int) {
 			b = x.bufs[co.buf].f32[co.batchOffset(g.batch, g.bvals)+klo*co.coef[g.splitVar]:]
 			ldb = co.ld
 		} else {
-			ldb = co.pack(fr, g.ext, g.batch, g.bvals, g.splitVar, klo, khi, rest, 0, g.nc)
+			ldb = co.pack(fr, g.ext, g.batch, g.bvals, g.splitVar, klo, khi, rest, 0, 0, g.nc)
 			b = rest
 		}
 		gemm.Sgemm(ta, co.trans(), g.nr, g.nc, kc, 1, a, lda, b, ldb, 0, part, g.nc)
@@ -785,7 +791,7 @@ func (g *gemmKernel) rowBlock(fr *frame, x *Executable, r0, r1, splitVar, klo, k
 		}
 		return x.bufs[o.buf].f32[off:], o.ld, o.trans()
 	}
-	ld := o.pack(fr, g.ext, g.batch, g.bvals, splitVar, klo, khi, scratch, r0, r1)
+	ld := o.pack(fr, g.ext, g.batch, g.bvals, splitVar, klo, khi, scratch, 0, r0, r1)
 	return scratch, ld, o.trans()
 }
 
