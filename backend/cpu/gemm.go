@@ -25,10 +25,13 @@ import (
 //
 //   - direct: both operands plain; one parallel gemm call per batch point,
 //     then the epilogue in parallel over rows.
-//   - rows: the output rows are cut into blocks, each task packing its
-//     block of the row operand, multiplying it into its rows of C with a
-//     single-threaded gemm and applying the epilogue to those rows while
-//     they are in cache.
+//   - tiles: the output is cut into tiles of rows and columns (tile), each
+//     task packing its rows of the row operand, multiplying them by its
+//     columns of the column operand into its tile of C with a
+//     single-threaded gemm and applying the epilogue to the tile while it
+//     is in cache. A packed column operand is packed by the tasks of a
+//     single row of tiles as they need it, or else by a parallel phase
+//     before.
 //   - split K: small outputs with long sums (weight gradients) cut the
 //     outermost K loop into parts, each task multiplying its part into a
 //     private partial product; the partials are then summed in a fixed
@@ -56,15 +59,23 @@ type gemmKernel struct {
 	scratchC []float32
 	needEpi  bool
 	mode     gemmMode
-	mb       int // rows per task (rows mode)
+	// Tiles: blocks of mb rows and ncb columns, nbi×nbj of them, chosen
+	// for tileW workers. colPacked holds the packed column operand, K-major
+	// with leading dimension nc or P-major with nk; fuse says that each
+	// tile packs its own columns, else a phase of nbj·kParts tasks (column
+	// blocks times parts of the split variable) packs them first.
+	mbMax, mb, ncb int
+	nbi, nbj       int
+	tileW          int
+	fuse           bool
+	kParts         int
+	colPacked      []float32
 	// split K: parts of the split variable.
-	split     int
-	splitVar  int
-	innerK    int // K points per value of the split variable
-	partial   []float32
-	colPacked []float32
-	colLd     int
-	workers   int
+	split    int
+	splitVar int
+	innerK   int // K points per value of the split variable
+	partial  []float32
+	workers  int
 	// Run state.
 	x     *Executable
 	bvals []int // current batch variable values
@@ -83,7 +94,8 @@ type gemmPhase uint8
 
 const (
 	phaseEpilogue gemmPhase = iota
-	phaseRows
+	phasePack
+	phaseTiles
 	phaseSplit
 	phaseCombine
 )
@@ -257,31 +269,28 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 			break
 		}
 	}
+	g.innerK = 1
+	after := false
+	for _, x := range g.kVar {
+		if after {
+			g.innerK *= g.ext[x]
+		}
+		after = after || x == g.splitVar
+	}
 	flops := 2 * g.nr * g.nc * g.nk
 	switch {
 	case g.nr*g.nc <= 1<<14 && g.nk >= 1024 && g.splitVar >= 0:
 		g.split = min(g.ext[g.splitVar], 16, max(2, flops>>19))
-		g.innerK = 1
-		after := false
-		for _, x := range g.kVar {
-			if after {
-				g.innerK *= g.ext[x]
-			}
-			after = after || x == g.splitVar
-		}
 		g.mode = gemmSplitK
 		g.partial = make([]float32, g.split*g.nr*g.nc)
 	case g.rowOp.plain && g.colOp.plain:
 		g.mode = gemmDirect
 	default:
 		g.mode = gemmRows
-		g.mb = min(2048, max(32, 65536/max(1, g.nk)))
-		if g.nr >= 8*32 {
-			g.mb = min(g.mb, (g.nr+7)/8)
-		}
-		g.mb = max(1, min(g.mb, g.nr))
+		// A packed block of rows is at most 256 KiB, or 32 rows.
+		g.mbMax = max(1, min(g.nr, 2048, max(32, 65536/max(1, g.nk))))
 		if !g.colOp.plain {
-			g.colPacked = make([]float32, g.nk*g.nc)
+			g.colPacked = make([]float32, max(1, g.nk)*g.nc)
 		}
 	}
 	return g, true
@@ -292,7 +301,7 @@ func (g *gemmKernel) intScratch() int {
 	n := 0
 	rows := g.nr
 	if g.mode == gemmRows {
-		rows = g.mb
+		rows = g.mbMax
 	}
 	if o := g.rowOp; o.affine != nil {
 		n = max(n, o.affine.scratchInts(o.maxRuns(g.ext, rows)))
@@ -308,7 +317,7 @@ func (g *gemmKernel) packScratch() int {
 	switch g.mode {
 	case gemmRows:
 		if !g.rowOp.plain {
-			return g.mb * g.nk
+			return g.mbMax * g.nk
 		}
 	case gemmSplitK:
 		kc := (g.ext[g.splitVar] + g.split - 1) / g.split * g.innerK
@@ -693,14 +702,15 @@ func (g *gemmKernel) run(x *Executable) {
 				x.pool.run(g, rowTasks, g.workers)
 			}
 		case gemmRows:
-			if !g.colOp.plain {
-				fr := x.frames[0]
-				fr.rows = 1
-				g.setBatch(fr)
-				g.colLd = g.colOp.pack(fr, g.ext, g.batch, g.bvals, -1, 0, 0, g.colPacked, 0, 0, g.nc)
+			if w := x.workers(g.workers); w != g.tileW {
+				g.tile(w)
 			}
-			g.phase = phaseRows
-			x.pool.run(g, (g.nr+g.mb-1)/g.mb, g.workers)
+			if !g.fuse {
+				g.phase = phasePack
+				x.pool.run(g, g.nbj*g.kParts, g.workers)
+			}
+			g.phase = phaseTiles
+			x.pool.run(g, g.nbi*g.nbj, g.workers)
 		case gemmSplitK:
 			g.phase = phaseSplit
 			x.pool.run(g, g.split, g.workers)
@@ -726,15 +736,19 @@ func (g *gemmKernel) runTask(w, t int) {
 	case phaseEpilogue:
 		r0 := t * g.epiRows()
 		r1 := min(g.nr, r0+g.epiRows())
-		g.finishRows(fr, c, cOff, r0, r1)
-	case phaseRows:
-		r0 := t * g.mb
-		r1 := min(g.nr, r0+g.mb)
+		g.finishRows(fr, c, cOff, r0, r1, 0, g.nc)
+	case phasePack:
+		j0, j1 := g.colRange(t / g.kParts)
+		g.setBatch(fr)
+		g.packColumns(fr, j0, j1, t%g.kParts, g.kParts)
+	case phaseTiles:
+		r0, r1 := t/g.nbj*g.mb, min(g.nr, (t/g.nbj+1)*g.mb)
+		j0, j1 := g.colRange(t % g.nbj)
 		g.setBatch(fr)
 		a, lda, ta := g.rowBlock(fr, x, r0, r1, -1, 0, 0, fr.pack)
-		b, ldb, tb := g.colBlock(x)
-		gemm.Sgemm(ta, tb, r1-r0, g.nc, g.nk, 1, a, lda, b, ldb, 0, c[cOff+r0*g.ldc:], g.ldc)
-		g.finishRows(fr, c, cOff, r0, r1)
+		b, ldb, tb := g.colBlock(fr, x, j0, j1)
+		gemm.Sgemm(ta, tb, r1-r0, j1-j0, g.nk, 1, a, lda, b, ldb, 0, c[cOff+r0*g.ldc+j0:], g.ldc)
+		g.finishRows(fr, c, cOff, r0, r1, j0, j1)
 	case phaseSplit:
 		e := g.ext[g.splitVar]
 		klo, khi := e*t/g.split, e*(t+1)/g.split
@@ -775,7 +789,7 @@ func (g *gemmKernel) runTask(w, t int) {
 				}
 			}
 		}
-		g.finishRows(fr, c, cOff, r0, r1)
+		g.finishRows(fr, c, cOff, r0, r1, 0, g.nc)
 	}
 }
 
@@ -795,28 +809,97 @@ func (g *gemmKernel) rowBlock(fr *frame, x *Executable, r0, r1, splitVar, klo, k
 	return scratch, ld, o.trans()
 }
 
-// colBlock returns the whole column operand for rows mode.
-func (g *gemmKernel) colBlock(x *Executable) ([]float32, int, bool) {
-	o := g.colOp
-	if o.plain {
-		return x.bufs[o.buf].f32[o.batchOffset(g.batch, g.bvals):], o.ld, o.trans()
+// tile chooses the tiles for w workers. Tiles have whole micro-kernel
+// tiles but at the edges, and at most mbMax rows when the row operand is
+// packed; a packed column block at most 512 KiB, to stay in cache between
+// its packing and its use, or 4 kernel tiles wide. There are at least 4
+// per worker where each still has 2^21 flops; among such cuts, tile takes
+// the one that reads the operands least: each column block reads all of
+// the row operand, each row block all of the column operand.
+func (g *gemmKernel) tile(w int) {
+	mr, nr := gemm.Tile()
+	want := 1
+	if w > 1 {
+		want = min(4*w, max(1, 2*g.nr*g.nc*g.nk>>21))
 	}
-	return g.colPacked, g.colLd, o.trans()
+	ceil := func(a, b int) int { return (a + b - 1) / max(1, b) }
+	rowTiles, colTiles := ceil(g.nr, mr), ceil(g.nc, nr)
+	colMax := g.nc
+	if !g.colOp.plain {
+		colMax = max(4*nr, (1<<17)/max(1, g.nk)/nr*nr)
+	}
+	best := -1
+	for wm := 1; wm <= rowTiles; wm++ {
+		mb := ceil(rowTiles, wm) * mr
+		if !g.rowOp.plain {
+			mb = min(mb, g.mbMax)
+		}
+		nbi := ceil(g.nr, mb)
+		ncb := min(colMax, ceil(colTiles, min(colTiles, ceil(want, nbi)))*nr)
+		nbj := ceil(g.nc, ncb)
+		if cost := nbj*g.nr + nbi*g.nc; best < 0 || cost < best {
+			best, g.mb, g.ncb, g.nbi, g.nbj = cost, mb, ncb, nbi, nbj
+		}
+		if nbi >= want {
+			break // more row blocks only read the column operand more
+		}
+	}
+	g.tileW, g.fuse, g.kParts = w, g.nbi == 1 || g.colOp.plain, 1
+	if !g.fuse && g.splitVar >= 0 {
+		g.kParts = min(g.ext[g.splitVar], ceil(want, g.nbj))
+	}
 }
 
-// finishRows applies the epilogue to rows [r0, r1) of the current batch
-// point.
-func (g *gemmKernel) finishRows(fr *frame, c []float32, cOff, r0, r1 int) {
+// colRange returns the columns of column block j.
+func (g *gemmKernel) colRange(j int) (int, int) {
+	return j * g.ncb, min(g.nc, (j+1)*g.ncb)
+}
+
+// packColumns packs columns [j0, j1) of the column operand into colPacked,
+// for part of parts of the split variable's values.
+func (g *gemmKernel) packColumns(fr *frame, j0, j1, part, parts int) {
+	sv, klo, khi, at := -1, 0, 0, j0*g.nk
+	if parts > 1 {
+		e := g.ext[g.splitVar]
+		sv, klo, khi = g.splitVar, e*part/parts, e*(part+1)/parts
+		at += klo * g.innerK
+	}
+	o, ld := g.colOp, g.nk
+	if o.kMajor {
+		at, ld = klo*g.innerK*g.nc+j0, g.nc
+	}
+	o.pack(fr, g.ext, g.batch, g.bvals, sv, klo, khi, g.colPacked[at:], ld, j0, j1)
+}
+
+// colBlock returns columns [j0, j1) of the column operand for a tile,
+// packing them first when the tiles do.
+func (g *gemmKernel) colBlock(fr *frame, x *Executable, j0, j1 int) ([]float32, int, bool) {
+	o := g.colOp
+	if o.plain {
+		return x.bufs[o.buf].f32[o.batchOffset(g.batch, g.bvals)+j0*o.sP:], o.ld, o.trans()
+	}
+	if g.fuse {
+		g.packColumns(fr, j0, j1, 0, 1)
+	}
+	if o.kMajor {
+		return g.colPacked[j0:], g.nc, o.trans()
+	}
+	return g.colPacked[j0*g.nk:], max(1, g.nk), o.trans()
+}
+
+// finishRows applies the epilogue to columns [j0, j1) of rows [r0, r1) of
+// the current batch point.
+func (g *gemmKernel) finishRows(fr *frame, c []float32, cOff, r0, r1, j0, j1 int) {
 	if !g.needEpi {
 		return
 	}
 	g.epi.bind(fr)
-	if g.ldc == g.nc {
+	if g.ldc == g.nc && j0 == 0 && j1 == g.nc {
 		g.epi.apply(fr, c, cOff+r0*g.nc, cOff+r1*g.nc)
 		return
 	}
 	for r := r0; r < r1; r++ {
-		g.epi.apply(fr, c, cOff+r*g.ldc, cOff+r*g.ldc+g.nc)
+		g.epi.apply(fr, c, cOff+r*g.ldc+j0, cOff+r*g.ldc+j1)
 	}
 }
 

@@ -80,3 +80,50 @@ func TestChannelsFirstConv(t *testing.T) {
 		}
 	}
 }
+
+// TestChannelsFirstConvTiles checks that a channels-first convolution with
+// few output channels (the rows) is cut into at least as many tiles as
+// there are workers, and that its results are the same, bit for bit, on one
+// worker and on several, whatever the tiles.
+func TestChannelsFirstConvTiles(t *testing.T) {
+	for _, c := range []struct{ n, c, h, w, m, k, stride, pad int }{
+		{1, 32, 56, 56, 64, 3, 1, 1}, // 64 rows, one kernel-sized row block
+		{1, 64, 14, 14, 300, 3, 1, 1},
+		{2, 3, 112, 112, 24, 7, 2, 3},
+	} {
+		g := cfConv(c.n, c.c, c.h, c.w, c.m, c.k, c.stride, c.pad)
+		feeds := randomFeeds(g, 3)
+		var first []float32
+		for _, workers := range []int{1, 4, 7} {
+			d := New(Cache(false), Workers(workers))
+			x, err := d.Compile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gk *gemmKernel
+			for _, k := range x.(*Executable).kernels {
+				if kk, ok := k.(*gemmKernel); ok && kk.mode == gemmRows {
+					gk = kk
+				}
+			}
+			if gk == nil {
+				t.Fatalf("%+v: no tiled matrix product", c)
+			}
+			got := runGraph(t, d, g, feeds)["y"]
+			gk.tile(workers)
+			if tiles := gk.nbi * gk.nbj; tiles < workers {
+				t.Errorf("%+v on %d workers: %d×%d product cut into %d tiles", c, workers, gk.nr, gk.nc, tiles)
+			}
+			if first == nil {
+				first = got
+			}
+			for i := range first {
+				if math.Float32bits(got[i]) != math.Float32bits(first[i]) {
+					t.Fatalf("%+v: y[%d] = %g on %d workers, %g on 1", c, i, got[i], workers, first[i])
+				}
+			}
+			x.Close()
+			d.Close()
+		}
+	}
+}
