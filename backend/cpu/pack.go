@@ -368,8 +368,9 @@ func (o *gemmOperand) packAffine(fr *frame, ext []int, batch, bvals []int, split
 // bound involves (a convolution's input channels) only shift the source, so
 // the in-range part of every run is found once for each point of the other
 // K variables (a tap), consecutive whole runs merged, and written for every
-// value of the shifting ones. pos and val hold the first K point's
-// positions and form values; scratch holds len(ext)+5·runs integers.
+// value of the shifting ones. The bounds no run contributes to are applied
+// once per tap. pos and val hold the first K point's positions and form
+// values; scratch holds len(ext)+5·runs integers.
 func (o *gemmOperand) packTaps(fr *frame, first, end func(int) int, val, pos, runs []int, stride, ld int, dst []float32, scratch []int) {
 	ap := o.affine
 	nf, ax := len(ap.forms), ap.axis
@@ -386,6 +387,16 @@ func (o *gemmOperand) packTaps(fr *frame, first, end func(int) int, val, pos, ru
 		}
 	}
 	shift := func(i int) bool { return i < 64 && shifts>>i&1 != 0 }
+	var same uint64 // bit f: no run contributes to form f
+	for f := 1; f < min(nf, 64); f++ {
+		same |= 1 << f
+		for i := 0; i < len(runs); i += stride {
+			if runs[i+3+f] != 0 {
+				same &^= 1 << f
+				break
+			}
+		}
+	}
 	// next advances the odometer over the K variables for which shift
 	// reports want, calling move for each change, and reports false when it
 	// wraps around.
@@ -410,13 +421,21 @@ func (o *gemmOperand) packTaps(fr *frame, first, end func(int) int, val, pos, ru
 	shiftMove := func(v, d int) { kk += d * kst[v]; delta += d * ap.coefT[v][0] }
 	tapMove := func(v, d int) { kk += d * kst[v]; ap.add(val, v, d) }
 	for {
+		tlo, thi := 0, ap.ext[ax]
+		for f := 1; f < nf; f++ {
+			if f < 64 && same>>f&1 != 0 {
+				tlo, thi = interval(val[f], ap.coefT[ax][f], ap.forms[f].bound, tlo, thi)
+			}
+		}
 		nd := 0
 		for i := 0; i < len(runs); i += stride {
 			r := runs[i : i+stride]
 			a, b, at, c := r[0], r[1], r[2], r[3:]
-			lo, hi := a, b
+			lo, hi := max(a, tlo), min(b, thi)
 			for f := 1; f < nf && lo < hi; f++ {
-				lo, hi = interval(val[f]+c[f], ap.coefT[ax][f], ap.forms[f].bound, lo, hi)
+				if f >= 64 || same>>f&1 == 0 {
+					lo, hi = interval(val[f]+c[f], ap.coefT[ax][f], ap.forms[f].bound, lo, hi)
+				}
 			}
 			lo = min(lo, b)
 			hi = max(lo, min(hi, b))

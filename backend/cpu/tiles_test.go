@@ -102,7 +102,7 @@ func TestChannelsFirstConvTiles(t *testing.T) {
 			}
 			var gk *gemmKernel
 			for _, k := range x.(*Executable).kernels {
-				if kk, ok := k.(*gemmKernel); ok && kk.mode == gemmRows {
+				if kk, ok := k.(*gemmKernel); ok && kk.mode == gemmTiles {
 					gk = kk
 				}
 			}
