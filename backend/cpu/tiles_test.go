@@ -60,6 +60,7 @@ func TestChannelsFirstConv(t *testing.T) {
 		{3, 5, 13, 11, 70, 5, 1, 2},
 		{1, 3, 45, 45, 16, 7, 2, 3},
 		{2, 40, 7, 7, 130, 3, 1, 1},
+		{2, 32, 9, 9, 200, 3, 1, 1}, // tiles in several rows: packed in a phase before
 	} {
 		g := cfConv(c.n, c.c, c.h, c.w, c.m, c.k, c.stride, c.pad)
 		feeds := randomFeeds(g, uint64(c.h*c.m))
