@@ -293,10 +293,10 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 		g.partial = make([]float32, g.split*g.nr*g.nc)
 	default:
 		g.mode = gemmTiles
-		// A packed block of rows is at most 256 KiB, or 32 rows.
+		// A packed block of rows is about 256 KiB, of 32 to 2048 rows.
 		g.mbMax = max(1, min(g.nr, 2048, max(32, 65536/max(1, g.nk))))
-		// A packed block of columns is at most 512 KiB, or two kernel
-		// tiles wide.
+		// A packed block of columns is at most 512 KiB, but at least
+		// two kernel tiles wide.
 		g.colMax = g.nc
 		if !g.colOp.plain {
 			_, nr := gemm.Tile()
@@ -819,12 +819,13 @@ func (g *gemmKernel) rowBlock(fr *frame, x *Executable, bv []int, r0, r1, splitV
 }
 
 // tile chooses the tiles for w workers. Tiles have whole micro-kernel
-// tiles but at the edges, and at most mbMax rows when the row operand is
-// packed; a packed column block at most 512 KiB, to stay in cache between
-// its packing and its use, or 4 kernel tiles wide. There are at least 4
-// per worker where each still has 2^21 flops; among such cuts, tile takes
-// the one that reads the operands least: each column block reads all of
-// the row operand, each row block all of the column operand.
+// tiles but at the edges, at most mbMax rows when the row operand is packed
+// and colMax columns when the column operand is (so that a packed column
+// block stays in cache between its packing and its use). There are at least
+// 4 per worker where each still has 2^21 flops (and at least one per batch
+// point); among such cuts, tile takes the one that reads the operands
+// least: each column block reads all of the row operand, each row block
+// all of the column operand.
 func (g *gemmKernel) tile(w int) {
 	mr, nr := gemm.Tile()
 	want := 1
