@@ -114,7 +114,7 @@ func TestShowcaseProfile(t *testing.T) {
 		kind := "loops"
 		switch kr := x.kernels[i].(type) {
 		case *gemmKernel:
-			kind = [...]string{"gemm-direct", "gemm-rows", "gemm-splitK"}[kr.mode]
+			kind = [...]string{"gemm-tiles", "gemm-splitK"}[kr.mode]
 			kind += tile.Shape{kr.nb, kr.nr, kr.nc, kr.nk}.String()
 		case *windowKernel:
 			kind = [...]string{"window-reduce", "window-first", "window-route"}[kr.form]

@@ -25,10 +25,13 @@ import (
 //
 //   - direct: both operands plain; one parallel gemm call per batch point,
 //     then the epilogue in parallel over rows.
-//   - rows: the output rows are cut into blocks, each task packing its
-//     block of the row operand, multiplying it into its rows of C with a
-//     single-threaded gemm and applying the epilogue to those rows while
-//     they are in cache.
+//   - tiles: the output is cut into tiles of rows and columns (tile), each
+//     task packing its rows of the row operand, multiplying them by its
+//     columns of the column operand into its tile of C with a
+//     single-threaded gemm and applying the epilogue to the tile while it
+//     is in cache. A packed column operand is packed by the tasks of a
+//     single row of tiles as they need it, or else by a parallel phase
+//     before.
 //   - split K: small outputs with long sums (weight gradients) cut the
 //     outermost K loop into parts, each task multiplying its part into a
 //     private partial product; the partials are then summed in a fixed
@@ -56,34 +59,45 @@ type gemmKernel struct {
 	scratchC []float32
 	needEpi  bool
 	mode     gemmMode
-	mb       int // rows per task (rows mode)
+	// Tiles: blocks of mb rows and ncb columns, nbi×nbj of them, chosen
+	// for tileW workers, at most mbMax rows and colMax columns where the
+	// operand is packed. fuse says that each tile packs its own columns
+	// (into its worker's scratch), else a phase of nbj·kParts tasks (column
+	// blocks times parts of the split variable) packs the column operand
+	// into colPacked first, K-major with leading dimension nc or P-major
+	// with nk.
+	mbMax, colMax int
+	mb, ncb       int
+	nbi, nbj      int
+	tileW         int
+	fuse          bool
+	kParts        int
+	colPacked     []float32
 	// split K: parts of the split variable.
-	split     int
-	splitVar  int
-	innerK    int // K points per value of the split variable
-	partial   []float32
-	colPacked []float32
-	colLd     int
-	workers   int
+	split    int
+	splitVar int
+	innerK   int // K points per value of the split variable
+	partial  []float32
+	workers  int
 	// Run state.
 	x     *Executable
-	bvals []int // current batch variable values
+	point int     // the batch point of per-point phases
+	bvals [][]int // per worker: its task's batch variable values
 	phase gemmPhase
 }
 
 type gemmMode uint8
 
 const (
-	gemmDirect gemmMode = iota
-	gemmRows
+	gemmTiles gemmMode = iota
 	gemmSplitK
 )
 
 type gemmPhase uint8
 
 const (
-	phaseEpilogue gemmPhase = iota
-	phaseRows
+	phasePack gemmPhase = iota
+	phaseTiles
 	phaseSplit
 	phaseCombine
 )
@@ -239,7 +253,13 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 	if g.ldc == 0 || g.nr <= 1 {
 		g.ldc = g.nc // dense rows
 	}
-	g.bvals = make([]int, len(g.batch))
+	if g.nc == 1 && g.nr > 1 && g.ldc == 1 {
+		// A single column is as well a single row, which the kernels
+		// fill a vector of columns at a time.
+		g.rowVar, g.colVar, rowLoad, colLoad = g.colVar, g.rowVar, colLoad, rowLoad
+		rowConds, colConds = colConds, rowConds
+		g.nr, g.nc, g.ldc = 1, g.nr, g.nr
+	}
 	s := newSpace(p, k, false, 0)
 	g.rowOp = newGemmOperand(s, p, rowLoad, rowConds, g.rowVar, g.kVar, g.ext, true, r)
 	g.colOp = newGemmOperand(s, p, colLoad, colConds, g.colVar, g.kVar, g.ext, false, r)
@@ -257,31 +277,30 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 			break
 		}
 	}
+	g.innerK = 1
+	after := false
+	for _, x := range g.kVar {
+		if after {
+			g.innerK *= g.ext[x]
+		}
+		after = after || x == g.splitVar
+	}
 	flops := 2 * g.nr * g.nc * g.nk
 	switch {
 	case g.nr*g.nc <= 1<<14 && g.nk >= 1024 && g.splitVar >= 0:
 		g.split = min(g.ext[g.splitVar], 16, max(2, flops>>19))
-		g.innerK = 1
-		after := false
-		for _, x := range g.kVar {
-			if after {
-				g.innerK *= g.ext[x]
-			}
-			after = after || x == g.splitVar
-		}
 		g.mode = gemmSplitK
 		g.partial = make([]float32, g.split*g.nr*g.nc)
-	case g.rowOp.plain && g.colOp.plain:
-		g.mode = gemmDirect
 	default:
-		g.mode = gemmRows
-		g.mb = min(2048, max(32, 65536/max(1, g.nk)))
-		if g.nr >= 8*32 {
-			g.mb = min(g.mb, (g.nr+7)/8)
-		}
-		g.mb = max(1, min(g.mb, g.nr))
+		g.mode = gemmTiles
+		// A packed block of rows is about 256 KiB, of 32 to 2048 rows.
+		g.mbMax = max(1, min(g.nr, 2048, max(32, 65536/max(1, g.nk))))
+		// A packed block of columns is at most 512 KiB, but at least
+		// two kernel tiles wide.
+		g.colMax = g.nc
 		if !g.colOp.plain {
-			g.colPacked = make([]float32, g.nk*g.nc)
+			_, nr := gemm.Tile()
+			g.colMax = min(g.nc, max(2*nr, (1<<17)/max(1, g.nk)/nr*nr))
 		}
 	}
 	return g, true
@@ -291,8 +310,8 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 func (g *gemmKernel) intScratch() int {
 	n := 0
 	rows := g.nr
-	if g.mode == gemmRows {
-		rows = g.mb
+	if g.mode == gemmTiles {
+		rows = g.mbMax
 	}
 	if o := g.rowOp; o.affine != nil {
 		n = max(n, o.affine.scratchInts(o.maxRuns(g.ext, rows)))
@@ -306,10 +325,15 @@ func (g *gemmKernel) intScratch() int {
 // packScratch returns the per-worker packing space the kernel needs.
 func (g *gemmKernel) packScratch() int {
 	switch g.mode {
-	case gemmRows:
+	case gemmTiles:
+		n := 0
 		if !g.rowOp.plain {
-			return g.mb * g.nk
+			n += g.mbMax * g.nk
 		}
+		if !g.colOp.plain {
+			n += g.colMax * g.nk
+		}
+		return n
 	case gemmSplitK:
 		kc := (g.ext[g.splitVar] + g.split - 1) / g.split * g.innerK
 		n := 0
@@ -536,11 +560,11 @@ func (o *gemmOperand) evalInto(fr *frame, start, n int, dst []float32) {
 
 // pack writes the operand's points p in [p0, p1) and K points with the split
 // variable in [klo, khi) (all K points when splitVar < 0 or it covers its
-// whole range) into dst, P-major or K-major, and returns the leading
-// dimension.
-func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, klo, khi int, dst []float32, p0, p1 int) int {
+// whole range) into dst, P-major or K-major, with leading dimension ld (0:
+// dense), and returns the leading dimension.
+func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, klo, khi int, dst []float32, ld, p0, p1 int) int {
 	if o.affine != nil {
-		return o.packAffine(fr, ext, batch, bvals, splitVar, klo, khi, dst, p0, p1)
+		return o.packAffine(fr, ext, batch, bvals, splitVar, klo, khi, dst, ld, p0, p1)
 	}
 	s := o.s
 	o.prog.bind(fr)
@@ -597,11 +621,17 @@ func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, k
 		}
 		return max(1, kc)
 	}
+	if ld == 0 {
+		ld = kc
+		if o.kMajor {
+			ld = np
+		}
+	}
 	if !o.kMajor {
 		ax := o.axisVar
 		for p := p0; p < p1; p++ {
 			setVars(fr, s, o.pVar, ext, p)
-			row := dst[(p-p0)*kc : (p-p0+1)*kc]
+			row := dst[(p-p0)*ld : (p-p0)*ld+kc]
 			kk := 0
 			kStart()
 			for {
@@ -624,13 +654,13 @@ func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, k
 				}
 			}
 		}
-		return kc
+		return ld
 	}
 	ax := o.axisVar
 	kStart()
 	kk := 0
 	for {
-		col := dst[kk*np : (kk+1)*np]
+		col := dst[kk*ld : kk*ld+np]
 		for p := p0; p < p1; {
 			setVars(fr, s, o.pVar, ext, p)
 			pos := fr.vars[s.varLoop[ax]]
@@ -643,14 +673,19 @@ func (o *gemmOperand) pack(fr *frame, ext []int, batch, bvals []int, splitVar, k
 			break
 		}
 	}
-	return np
+	return ld
 }
 
-// setBatch sets the batch loops of fr to the current batch point.
-func (g *gemmKernel) setBatch(fr *frame) {
-	for i, v := range g.batch {
-		fr.vars[g.rowOp.s.varLoop[v]] = g.bvals[i]
+// setBatch sets bv and the batch loops of fr to batch point b and returns
+// bv.
+func (g *gemmKernel) setBatch(fr *frame, bv []int, b int) []int {
+	for i := len(g.batch) - 1; i >= 0; i-- {
+		v := g.batch[i]
+		bv[i] = b % g.ext[v]
+		b /= g.ext[v]
+		fr.vars[g.rowOp.s.varLoop[v]] = bv[i]
 	}
+	return bv
 }
 
 func (g *gemmKernel) cTarget(x *Executable) []float32 {
@@ -665,47 +700,39 @@ func (g *gemmKernel) run(x *Executable) {
 		return
 	}
 	g.x = x
-	c := g.cTarget(x)
-	for bi := range g.nb {
-		rem := bi
-		for i := len(g.batch) - 1; i >= 0; i-- {
-			e := g.ext[g.batch[i]]
-			g.bvals[i] = rem % e
-			rem /= e
+	for len(g.bvals) < len(x.frames) {
+		g.bvals = append(g.bvals, make([]int, len(g.batch)))
+	}
+	if g.mode == gemmTiles {
+		if w := x.workers(g.workers); w != g.tileW {
+			g.tile(w)
 		}
-		cOff := g.cOffset()
-		rowTasks := (g.nr + g.epiRows() - 1) / g.epiRows()
+		if g.fuse {
+			// The tiles of every batch point are independent tasks.
+			g.phase = phaseTiles
+			x.pool.run(g, g.nb*g.nbi*g.nbj, g.workers)
+			g.x = nil
+			return
+		}
+	}
+	for g.point = range g.nb {
 		switch g.mode {
-		case gemmDirect:
-			ro, co := g.rowOp, g.colOp
-			a := x.bufs[ro.buf].f32[ro.batchOffset(g.batch, g.bvals):]
-			b := x.bufs[co.buf].f32[co.batchOffset(g.batch, g.bvals):]
-			gemm.SgemmParallel(x.workers(g.workers), ro.trans(), co.trans(), g.nr, g.nc, g.nk,
-				1, a, ro.ld, b, co.ld, 0, c[cOff:], g.ldc)
-			if g.needEpi {
-				g.phase = phaseEpilogue
-				x.pool.run(g, rowTasks, g.workers)
-			}
-		case gemmRows:
-			if !g.colOp.plain {
-				fr := x.frames[0]
-				fr.rows = 1
-				g.setBatch(fr)
-				g.colLd = g.colOp.pack(fr, g.ext, g.batch, g.bvals, -1, 0, 0, g.colPacked, 0, g.nc)
-			}
-			g.phase = phaseRows
-			x.pool.run(g, (g.nr+g.mb-1)/g.mb, g.workers)
+		case gemmTiles:
+			g.phase = phasePack
+			x.pool.run(g, g.nbj*g.kParts, g.workers)
+			g.phase = phaseTiles
+			x.pool.run(g, g.nbi*g.nbj, g.workers)
 		case gemmSplitK:
 			g.phase = phaseSplit
 			x.pool.run(g, g.split, g.workers)
 			g.phase = phaseCombine
-			x.pool.run(g, rowTasks, g.workers)
+			x.pool.run(g, (g.nr+g.epiRows()-1)/g.epiRows(), g.workers)
 		}
 	}
 	g.x = nil
 }
 
-// epiRows is the number of rows one epilogue or combine task handles.
+// epiRows is the number of rows one combine task handles.
 func (g *gemmKernel) epiRows() int {
 	return max(1, min(g.nr, (1<<14)/max(1, g.nc)))
 }
@@ -715,31 +742,33 @@ func (g *gemmKernel) runTask(w, t int) {
 	fr := x.frames[w]
 	fr.rows = 1
 	c := g.cTarget(x)
-	cOff := g.cOffset()
+	b := g.point
+	if g.phase == phaseTiles && g.fuse {
+		b, t = t/(g.nbi*g.nbj), t%(g.nbi*g.nbj)
+	}
+	bv := g.setBatch(fr, g.bvals[w], b)
+	cOff := g.cOffset(bv)
 	switch g.phase {
-	case phaseEpilogue:
-		r0 := t * g.epiRows()
-		r1 := min(g.nr, r0+g.epiRows())
-		g.finishRows(fr, c, cOff, r0, r1)
-	case phaseRows:
-		r0 := t * g.mb
-		r1 := min(g.nr, r0+g.mb)
-		g.setBatch(fr)
-		a, lda, ta := g.rowBlock(fr, x, r0, r1, -1, 0, 0, fr.pack)
-		b, ldb, tb := g.colBlock(x)
-		gemm.Sgemm(ta, tb, r1-r0, g.nc, g.nk, 1, a, lda, b, ldb, 0, c[cOff+r0*g.ldc:], g.ldc)
-		g.finishRows(fr, c, cOff, r0, r1)
+	case phasePack:
+		j0, j1 := g.colRange(t / g.kParts)
+		g.packColumns(fr, bv, j0, j1, t%g.kParts, g.kParts)
+	case phaseTiles:
+		r0, r1 := t/g.nbj*g.mb, min(g.nr, (t/g.nbj+1)*g.mb)
+		j0, j1 := g.colRange(t % g.nbj)
+		a, lda, ta := g.rowBlock(fr, x, bv, r0, r1, -1, 0, 0, fr.pack)
+		b, ldb, tb := g.colBlock(fr, x, bv, j0, j1)
+		gemm.Sgemm(ta, tb, r1-r0, j1-j0, g.nk, 1, a, lda, b, ldb, 0, c[cOff+r0*g.ldc+j0:], g.ldc)
+		g.finishRows(fr, c, cOff, r0, r1, j0, j1)
 	case phaseSplit:
 		e := g.ext[g.splitVar]
 		klo, khi := e*t/g.split, e*(t+1)/g.split
 		kc := (khi - klo) * g.innerK
-		g.setBatch(fr)
 		part := g.partial[t*g.nr*g.nc : (t+1)*g.nr*g.nc]
 		if kc == 0 {
 			clear(part)
 			return
 		}
-		a, lda, ta := g.rowBlock(fr, x, 0, g.nr, g.splitVar, klo, khi, fr.pack)
+		a, lda, ta := g.rowBlock(fr, x, bv, 0, g.nr, g.splitVar, klo, khi, fr.pack)
 		rest := fr.pack
 		if !g.rowOp.plain {
 			rest = fr.pack[g.nr*kc:]
@@ -748,10 +777,10 @@ func (g *gemmKernel) runTask(w, t int) {
 		var ldb int
 		co := g.colOp
 		if co.plain {
-			b = x.bufs[co.buf].f32[co.batchOffset(g.batch, g.bvals)+klo*co.coef[g.splitVar]:]
+			b = x.bufs[co.buf].f32[co.batchOffset(g.batch, bv)+klo*co.coef[g.splitVar]:]
 			ldb = co.ld
 		} else {
-			ldb = co.pack(fr, g.ext, g.batch, g.bvals, g.splitVar, klo, khi, rest, 0, g.nc)
+			ldb = co.pack(fr, g.ext, g.batch, bv, g.splitVar, klo, khi, rest, 0, 0, g.nc)
 			b = rest
 		}
 		gemm.Sgemm(ta, co.trans(), g.nr, g.nc, kc, 1, a, lda, b, ldb, 0, part, g.nc)
@@ -769,56 +798,128 @@ func (g *gemmKernel) runTask(w, t int) {
 				}
 			}
 		}
-		g.finishRows(fr, c, cOff, r0, r1)
+		g.finishRows(fr, c, cOff, r0, r1, 0, g.nc)
 	}
 }
 
 // rowBlock returns rows [r0, r1) of the row operand (K restricted to
 // [klo, khi) of splitVar when splitVar ≥ 0), packing them into scratch when
 // the operand is not plain, with its leading dimension and transposition.
-func (g *gemmKernel) rowBlock(fr *frame, x *Executable, r0, r1, splitVar, klo, khi int, scratch []float32) ([]float32, int, bool) {
+func (g *gemmKernel) rowBlock(fr *frame, x *Executable, bv []int, r0, r1, splitVar, klo, khi int, scratch []float32) ([]float32, int, bool) {
 	o := g.rowOp
 	if o.plain {
-		off := o.batchOffset(g.batch, g.bvals) + r0*o.sP
+		off := o.batchOffset(g.batch, bv) + r0*o.sP
 		if splitVar >= 0 {
 			off += klo * o.coef[splitVar]
 		}
 		return x.bufs[o.buf].f32[off:], o.ld, o.trans()
 	}
-	ld := o.pack(fr, g.ext, g.batch, g.bvals, splitVar, klo, khi, scratch, r0, r1)
+	ld := o.pack(fr, g.ext, g.batch, bv, splitVar, klo, khi, scratch, 0, r0, r1)
 	return scratch, ld, o.trans()
 }
 
-// colBlock returns the whole column operand for rows mode.
-func (g *gemmKernel) colBlock(x *Executable) ([]float32, int, bool) {
-	o := g.colOp
-	if o.plain {
-		return x.bufs[o.buf].f32[o.batchOffset(g.batch, g.bvals):], o.ld, o.trans()
+// tile chooses the tiles for w workers. Tiles have whole micro-kernel
+// tiles but at the edges, at most mbMax rows when the row operand is packed
+// and colMax columns when the column operand is (so that a packed column
+// block stays in cache between its packing and its use). There are at least
+// 4 per worker where each still has 2^21 flops (and at least one per batch
+// point); among such cuts, tile takes the one that reads the operands
+// least: each column block reads all of the row operand, each row block
+// all of the column operand.
+func (g *gemmKernel) tile(w int) {
+	mr, nr := gemm.Tile()
+	want := 1
+	if w > 1 {
+		want = min(4*w, max(1, 2*g.nr*g.nc*g.nk>>21))
 	}
-	return g.colPacked, g.colLd, o.trans()
+	ceil := func(a, b int) int { return (a + b - 1) / max(1, b) }
+	rowTiles, colTiles := ceil(g.nr, mr), ceil(g.nc, nr)
+	best := -1
+	for wm := 1; wm <= rowTiles; wm++ {
+		mb := ceil(rowTiles, wm) * mr
+		if !g.rowOp.plain {
+			mb = min(mb, g.mbMax)
+		}
+		nbi := ceil(g.nr, mb)
+		ncb := min(g.colMax, ceil(colTiles, min(colTiles, ceil(want, nbi)))*nr)
+		nbj := ceil(g.nc, ncb)
+		if cost := nbj*g.nr + nbi*g.nc; best < 0 || cost < best {
+			best, g.mb, g.ncb, g.nbi, g.nbj = cost, mb, ncb, nbi, nbj
+		}
+		if nbi >= want {
+			break // more row blocks only read the column operand more
+		}
+	}
+	g.tileW, g.fuse, g.kParts = w, g.nbi == 1 || g.colOp.plain, 1
+	if !g.fuse && g.splitVar >= 0 {
+		g.kParts = min(g.ext[g.splitVar], ceil(want, g.nbj))
+	}
+	if !g.fuse && g.colPacked == nil {
+		g.colPacked = make([]float32, g.nk*g.nc)
+	}
 }
 
-// finishRows applies the epilogue to rows [r0, r1) of the current batch
-// point.
-func (g *gemmKernel) finishRows(fr *frame, c []float32, cOff, r0, r1 int) {
+// colRange returns the columns of column block j.
+func (g *gemmKernel) colRange(j int) (int, int) {
+	return j * g.ncb, min(g.nc, (j+1)*g.ncb)
+}
+
+// packColumns packs columns [j0, j1) of the column operand into colPacked,
+// for part of parts of the split variable's values.
+func (g *gemmKernel) packColumns(fr *frame, bv []int, j0, j1, part, parts int) {
+	sv, klo, khi, at := -1, 0, 0, j0*g.nk
+	if parts > 1 {
+		e := g.ext[g.splitVar]
+		sv, klo, khi = g.splitVar, e*part/parts, e*(part+1)/parts
+		at += klo * g.innerK
+	}
+	o, ld := g.colOp, g.nk
+	if o.kMajor {
+		at, ld = klo*g.innerK*g.nc+j0, g.nc
+	}
+	o.pack(fr, g.ext, g.batch, bv, sv, klo, khi, g.colPacked[at:], ld, j0, j1)
+}
+
+// colBlock returns columns [j0, j1) of the column operand for a tile,
+// packing them into the worker's scratch when the tiles do.
+func (g *gemmKernel) colBlock(fr *frame, x *Executable, bv []int, j0, j1 int) ([]float32, int, bool) {
+	o := g.colOp
+	switch {
+	case o.plain:
+		return x.bufs[o.buf].f32[o.batchOffset(g.batch, bv)+j0*o.sP:], o.ld, o.trans()
+	case g.fuse:
+		scratch := fr.pack
+		if !g.rowOp.plain {
+			scratch = scratch[g.mbMax*g.nk:]
+		}
+		return scratch, o.pack(fr, g.ext, g.batch, bv, -1, 0, 0, scratch, 0, j0, j1), o.trans()
+	case o.kMajor:
+		return g.colPacked[j0:], g.nc, o.trans()
+	}
+	return g.colPacked[j0*g.nk:], max(1, g.nk), o.trans()
+}
+
+// finishRows applies the epilogue to columns [j0, j1) of rows [r0, r1) of
+// the current batch point.
+func (g *gemmKernel) finishRows(fr *frame, c []float32, cOff, r0, r1, j0, j1 int) {
 	if !g.needEpi {
 		return
 	}
 	g.epi.bind(fr)
-	if g.ldc == g.nc {
+	if g.ldc == g.nc && j0 == 0 && j1 == g.nc {
 		g.epi.apply(fr, c, cOff+r0*g.nc, cOff+r1*g.nc)
 		return
 	}
 	for r := r0; r < r1; r++ {
-		g.epi.apply(fr, c, cOff+r*g.ldc, cOff+r*g.ldc+g.nc)
+		g.epi.apply(fr, c, cOff+r*g.ldc+j0, cOff+r*g.ldc+j1)
 	}
 }
 
-// cOffset is the output offset of the current batch point's matrix.
-func (g *gemmKernel) cOffset() int {
+// cOffset is the output offset of batch point bv's matrix.
+func (g *gemmKernel) cOffset(bv []int) int {
 	off := 0
 	for i, v := range g.batch {
-		off += g.bvals[i] * g.outStride[v]
+		off += bv[i] * g.outStride[v]
 	}
 	return off
 }

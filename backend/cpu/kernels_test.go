@@ -70,14 +70,13 @@ func acc(dt tile.DType) *kir.Expr { return &kir.Expr{Op: kir.Acc, DType: dt} }
 
 func loop(name string, lo, hi int) kir.Loop { return kir.Loop{Name: name, Lo: lo, Hi: hi} }
 
-// describe names the executor of a kernel: gemm-direct, gemm-rows,
-// gemm-splitK, loops, loops-redvec (vector along the reduction),
+// describe names the executor of a kernel: gemm-tiles, gemm-splitK, loops, loops-redvec (vector along the reduction),
 // loops-redrows (rows of reduction points) or loops-split (reduction split
 // across tasks).
 func describe(k kernelRunner) string {
 	switch k := k.(type) {
 	case *gemmKernel:
-		return [...]string{"gemm-direct", "gemm-rows", "gemm-splitK"}[k.mode]
+		return [...]string{"gemm-tiles", "gemm-splitK"}[k.mode]
 	case *loopsKernel:
 		switch {
 		case k.split > 1:
@@ -169,7 +168,7 @@ func TestHandWrittenKernels(t *testing.T) {
 			b.kernel(&kir.Kernel{Out: p, Shape: tile.Shape{37, 29}, Reduce: []kir.Loop{loop("k", 0, 18)}, Agg: tile.Sum,
 				Body:     apply(tile.Mul, f32, b.load(a, c(1), v(0), v(2)), b.load(w, c(2), v(2), v(1))),
 				Epilogue: apply(tile.Gt, tile.Bool, acc(f32), konst(f32, 0))})
-		}, 1, []string{"gemm-direct", "gemm-rows", "gemm-direct"}},
+		}, 1, []string{"gemm-tiles", "gemm-tiles", "gemm-tiles"}},
 		{"gemm_padded_split", func(b *progBuilder) {
 			// A weight gradient: long K with padding conditions on the
 			// row operand, so the sum is split and packed.

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
@@ -102,7 +104,7 @@ func (ap *affinePacker) add(val []int, v, delta int) {
 // runs inner runs.
 func (ap *affinePacker) scratchInts(runs int) int {
 	nf := len(ap.forms)
-	return 3*nf + len(ap.ext) + runs*(nf+3)
+	return 3*nf + 2*len(ap.ext) + runs*(nf+8)
 }
 
 // maxRuns bounds the number of inner runs of one pack call.
@@ -165,23 +167,12 @@ func (ap *affinePacker) run(fr *frame, cp *copier, val []int, a, b int, dst []fl
 	n := b - a
 	lo, hi := 0, n
 	ax := ap.axis
-	for f := 1; f < len(ap.forms); f++ {
+	for f := 1; f < len(ap.forms) && lo < hi; f++ {
 		c := 0
 		if ax >= 0 {
-			c = ap.forms[f].coef[ax]
+			c = ap.coefT[ax][f]
 		}
-		x := val[f] + c*a
-		if c == 0 {
-			if x < 0 || x >= ap.forms[f].bound {
-				lo, hi = 0, 0
-				break
-			}
-			continue
-		}
-		lo, hi = interval(x, c, ap.forms[f].bound, lo, hi)
-		if lo >= hi {
-			break
-		}
+		lo, hi = interval(val[f]+c*a, c, ap.forms[f].bound, lo, hi)
 	}
 	if lo >= hi {
 		cp.flush()
@@ -219,7 +210,7 @@ func (ap *affinePacker) run(fr *frame, cp *copier, val []int, a, b int, dst []fl
 }
 
 // packAffine is gemmOperand.pack for operands with an affine packer.
-func (o *gemmOperand) packAffine(fr *frame, ext []int, batch, bvals []int, splitVar, klo, khi int, dst []float32, p0, p1 int) int {
+func (o *gemmOperand) packAffine(fr *frame, ext []int, batch, bvals []int, splitVar, klo, khi int, dst []float32, ld, p0, p1 int) int {
 	ap := o.affine
 	nf := len(ap.forms)
 	val, base := fr.pk[:nf], fr.pk[nf:2*nf]
@@ -251,6 +242,12 @@ func (o *gemmOperand) packAffine(fr *frame, ext []int, batch, bvals []int, split
 			return max(1, np)
 		}
 		return max(1, kc)
+	}
+	if ld == 0 {
+		ld = kc
+		if o.kMajor {
+			ld = np
+		}
 	}
 	first := func(v int) int {
 		if v == splitVar {
@@ -313,8 +310,8 @@ func (o *gemmOperand) packAffine(fr *frame, ext []int, batch, bvals []int, split
 		}
 		outer = o.pVar
 		if ap.rowsFast() && len(outer) > 0 {
-			ap.packRows(fr, ext, outer, base, val, runs, nruns, stride, kc, dst, p0, p1)
-			return kc
+			ap.packRows(fr, ext, outer, base, val, runs, nruns, stride, ld, dst, p0, p1)
+			return ld
 		}
 		for p := p0; p < p1; p++ {
 			copy(val, base)
@@ -324,11 +321,10 @@ func (o *gemmOperand) packAffine(fr *frame, ext []int, batch, bvals []int, split
 				ap.add(val, v, q%ext[v])
 				q /= ext[v]
 			}
-			rowAt := (p - p0) * kc
-			o.runAll(fr, &cp, val, runs, nruns, stride, dst, rowAt)
+			o.runAll(fr, &cp, val, runs, nruns, stride, dst, (p-p0)*ld)
 		}
 		cp.flush()
-		return kc
+		return ld
 	}
 	// Inner runs over the block of P rows along the axis, outer points
 	// over K.
@@ -359,28 +355,126 @@ func (o *gemmOperand) packAffine(fr *frame, ext []int, batch, bvals []int, split
 		ap.add(val, v, pos[v])
 	}
 	if ap.rowsFast() && len(o.kVar) > 0 {
-		ap.packCols(fr, o.kVar, pos, first, end, val, runs, nruns, stride, np, dst)
-		return np
+		ap.packCols(fr, o.kVar, pos, first, end, val, runs, nruns, stride, ld, dst)
+		return ld
 	}
-	for kk := 0; ; kk++ {
-		o.runAll(fr, &cp, val, runs, nruns, stride, dst, kk*np)
-		i := len(o.kVar) - 1
-		for ; i >= 0; i-- {
-			v := o.kVar[i]
-			if pos[v]+1 < end(v) {
-				pos[v]++
-				ap.add(val, v, 1)
+	o.packTaps(fr, first, end, val, pos, runs[:nruns*stride], stride, ld, dst, runs[nruns*stride:])
+	return ld
+}
+
+// packTaps is the K-major packing of the tabulated runs of P rows along the
+// axis when packCols does not apply, as for the im2col of a channels-first
+// convolution, whose bounds move along the runs. The K variables that no
+// bound involves (a convolution's input channels) only shift the source, so
+// the in-range part of every run is found once for each point of the other
+// K variables (a tap), consecutive whole runs merged, and written for every
+// value of the shifting ones. The bounds no run contributes to are applied
+// once per tap. pos and val hold the first K point's positions and form
+// values; scratch holds len(ext)+5·runs integers.
+func (o *gemmOperand) packTaps(fr *frame, first, end func(int) int, val, pos, runs []int, stride, ld int, dst []float32, scratch []int) {
+	ap := o.affine
+	nf, ax := len(ap.forms), ap.axis
+	st := ap.coefT[ax][0]
+	kst, desc := scratch[:len(ap.ext)], scratch[len(ap.ext):]
+	var shifts uint64 // bit i: kVar[i] is in no bound
+	n := 1
+	for i := len(o.kVar) - 1; i >= 0; i-- {
+		v := o.kVar[i]
+		kst[v] = n
+		n *= end(v) - first(v)
+		if i < 64 && !slices.ContainsFunc(ap.coefT[v][1:], func(c int) bool { return c != 0 }) {
+			shifts |= 1 << i
+		}
+	}
+	shift := func(i int) bool { return i < 64 && shifts>>i&1 != 0 }
+	var same uint64 // bit f: no run contributes to form f
+	for f := 1; f < min(nf, 64); f++ {
+		same |= 1 << f
+		for i := 0; i < len(runs); i += stride {
+			if runs[i+3+f] != 0 {
+				same &^= 1 << f
 				break
 			}
-			ap.add(val, v, first(v)-pos[v])
-			pos[v] = first(v)
-		}
-		if i < 0 {
-			break
 		}
 	}
-	cp.flush()
-	return np
+	// next advances the odometer over the K variables for which shift
+	// reports want, calling move for each change, and reports false when it
+	// wraps around.
+	next := func(want bool, move func(v, d int)) bool {
+		for i := len(o.kVar) - 1; i >= 0; i-- {
+			v := o.kVar[i]
+			if shift(i) != want {
+				continue
+			}
+			if pos[v]+1 < end(v) {
+				pos[v]++
+				move(v, 1)
+				return true
+			}
+			move(v, first(v)-pos[v])
+			pos[v] = first(v)
+		}
+		return false
+	}
+	src := fr.bufs[ap.buf]
+	kk, delta := 0, 0
+	shiftMove := func(v, d int) { kk += d * kst[v]; delta += d * ap.coefT[v][0] }
+	tapMove := func(v, d int) { kk += d * kst[v]; ap.add(val, v, d) }
+	for {
+		tlo, thi := 0, ap.ext[ax]
+		for f := 1; f < nf; f++ {
+			if f < 64 && same>>f&1 != 0 {
+				tlo, thi = interval(val[f], ap.coefT[ax][f], ap.forms[f].bound, tlo, thi)
+			}
+		}
+		nd := 0
+		for i := 0; i < len(runs); i += stride {
+			r := runs[i : i+stride]
+			a, b, at, c := r[0], r[1], r[2], r[3:]
+			lo, hi := max(a, tlo), min(b, thi)
+			for f := 1; f < nf && lo < hi; f++ {
+				if f >= 64 || same>>f&1 == 0 {
+					lo, hi = interval(val[f]+c[f], ap.coefT[ax][f], ap.forms[f].bound, lo, hi)
+				}
+			}
+			lo = min(lo, b)
+			hi = max(lo, min(hi, b))
+			off := val[0] + c[0] + st*lo
+			if p := desc[max(0, nd-1)*5:]; nd > 0 && st == 1 && lo == a && hi == b && p[2] == 0 && p[3] == p[1] &&
+				p[0]+p[1] == at && p[4]+p[1] == off {
+				p[1] += b - a
+				p[3] += b - a
+				continue
+			}
+			d := desc[nd*5 : nd*5+5]
+			d[0], d[1], d[2], d[3], d[4] = at, b-a, lo-a, hi-a, off
+			nd++
+		}
+		for {
+			row := dst[kk*ld:]
+			for j := range nd {
+				d := desc[j*5 : j*5+5]
+				at, lo, hi := d[0], d[0]+d[2], d[0]+d[3]
+				clear(row[at:lo])
+				if lo < hi {
+					if seg := row[lo:hi]; ap.isBool {
+						for i := range seg {
+							seg[i] = b2f32(src.b[d[4]+delta+i*st])
+						}
+					} else {
+						gatherF(seg, src.f32, d[4]+delta, st)
+					}
+				}
+				clear(row[hi : at+d[1]])
+			}
+			if !next(true, shiftMove) {
+				break
+			}
+		}
+		if !next(false, tapMove) {
+			return
+		}
+	}
 }
 
 // runAll writes every tabulated run at the outer point whose form values
@@ -421,7 +515,7 @@ func (ap *affinePacker) rowsFast() bool {
 // the others zeros. That replaces a bounds check per run and row by one per
 // run and block, the cost that dominated the im2col of small-channel
 // convolutions.
-func (ap *affinePacker) packRows(fr *frame, ext, outer, base, val, runs []int, nruns, stride, kc int, dst []float32, p0, p1 int) {
+func (ap *affinePacker) packRows(fr *frame, ext, outer, base, val, runs []int, nruns, stride, ld int, dst []float32, p0, p1 int) {
 	nf := len(ap.forms)
 	v := outer[len(outer)-1]
 	ev := ext[v]
@@ -436,7 +530,7 @@ func (ap *affinePacker) packRows(fr *frame, ext, outer, base, val, runs []int, n
 			ap.add(val, u, q%ext[u])
 			q /= ext[u]
 		}
-		rowAt := (p - p0) * kc
+		rowAt := (p - p0) * ld
 		for i := range nruns {
 			r := runs[i*stride : (i+1)*stride]
 			c := r[3 : 3+nf]
@@ -444,7 +538,7 @@ func (ap *affinePacker) packRows(fr *frame, ext, outer, base, val, runs []int, n
 			for f := 1; f < nf && lo < hi; f++ {
 				lo, hi = interval(val[f]+c[f], step[f], ap.forms[f].bound, lo, hi)
 			}
-			blockRun(dst, src, rowAt+r[2], kc, r[1]-r[0], lo, hi, L, val[0]+c[0]+r[0], step[0])
+			blockRun(dst, src, rowAt+r[2], ld, r[1]-r[0], lo, hi, L, val[0]+c[0]+r[0], step[0])
 		}
 		p += L
 	}
@@ -455,7 +549,7 @@ func (ap *affinePacker) packRows(fr *frame, ext, outer, base, val, runs []int, n
 // points are taken in blocks along the innermost K variable, and each run
 // is written for the whole block, its bounds found once per block as in
 // packRows. pos and val hold the first K point's positions and form values.
-func (ap *affinePacker) packCols(fr *frame, kVar, pos []int, first, end func(int) int, val, runs []int, nruns, stride, np int, dst []float32) {
+func (ap *affinePacker) packCols(fr *frame, kVar, pos []int, first, end func(int) int, val, runs []int, nruns, stride, ld int, dst []float32) {
 	nf := len(ap.forms)
 	v := kVar[len(kVar)-1]
 	step := ap.coefT[v]
@@ -469,7 +563,7 @@ func (ap *affinePacker) packCols(fr *frame, kVar, pos []int, first, end func(int
 			for f := 1; f < nf && lo < hi; f++ {
 				lo, hi = interval(val[f]+c[f], step[f], ap.forms[f].bound, lo, hi)
 			}
-			blockRun(dst, src, kk*np+r[2], np, r[1]-r[0], lo, hi, L, val[0]+c[0]+r[0], step[0])
+			blockRun(dst, src, kk*ld+r[2], ld, r[1]-r[0], lo, hi, L, val[0]+c[0]+r[0], step[0])
 		}
 		kk += L
 		// The next block: the innermost variable back to its start, the

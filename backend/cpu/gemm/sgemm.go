@@ -102,6 +102,10 @@ func lowerName(name string) string {
 // for example "avx512-14x32", "avx2-6x16" or "go4x4".
 func KernelName() string { return best.name }
 
+// Tile returns the rows and columns of the largest micro-kernel tile Sgemm uses on this
+// machine: blocks of C whose sizes are multiples of them leave no partial tiles inside.
+func Tile() (rows, cols int) { return best.mr, best.nr }
+
 // GFLOPS is the rate, in billions of floating-point operations per second, of an m×n×k
 // matrix product (2·m·n·k operations) that took d.
 func GFLOPS(m, n, k int, d time.Duration) float64 {
