@@ -24,6 +24,12 @@ import (
 //     (a row of ten outputs with a reduction over 256), the body's lanes
 //     being aggregated into one output point at a time.
 //
+// Reduction loops run over ranges clipped by the kernel's affine guards
+// (its affine Where conditions and the in-range conditions of its Skip
+// loads, see clip), which the body then no longer checks; a chunk's rows
+// whose clipped ranges differ are reduced separately. Guards on the
+// body's vector axis remain intervals of lanes, others per-lane masks.
+//
 // Sums are accumulated in float64, maxima and minima of float32 lanes in
 // float32. When the output is small and the reduction large, the outermost
 // reduction loop is split into parts computed as separate work items and
