@@ -14,8 +14,9 @@ import (
 // operand onto matrix products for every backend, with each condition
 // given to the operand whose loops it reads and the padded operand
 // guarded; that a condition on both operands' loops and, on GPU targets, a
-// padded product too small for tiles stay loops, with the reason in the
-// why line.
+// padded product too small for tiles stay loops, and on the CPU a depthwise
+// convolution (a batch along the output's contiguous loop) too, with the
+// reason in the why line.
 func TestPaddedProductsScheduleGEMM(t *testing.T) {
 	g := tile.NewGraph("padded")
 	x := g.Input("x", f32, s(2, 6, 7, 16))
@@ -40,6 +41,17 @@ func TestPaddedProductsScheduleGEMM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A depthwise convolution and its kernel gradient: batches of
+	// matrix-vector products along the output's channel.
+	dx, dk := g.Input("dx", f32, s(2, 6, 7, 16)), g.Input("dk", f32, s(3, 3, 16))
+	dconv := tile.ParseContraction(g, "O[n, y, x, c : 2, 6, 7, 16] = +(X[n, y + i - 1, x + j - 1, c] * K[i, j, c])",
+		map[string]*tile.Tensor{"X": dx, "K": dk}, nil)
+	dgs, err := grad.Grad(g, op.Sum(g, g.Mul(dconv, g.Input("dr", f32, s(2, 6, 7, 16))), nil, false), dk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetOutput("depthwise", dconv)
+	g.SetOutput("depthwise_dk", dgs[0])
 	g.SetOutput("longdw", lgs[0])
 	g.SetOutput("conv", conv)
 	g.SetOutput("dx", gs[0])
@@ -82,12 +94,18 @@ func TestPaddedProductsScheduleGEMM(t *testing.T) {
 			{"mask", "loops", 0, 0, false, false, "reads loops of both operands", false, false},
 			{"small", "gemm", 2, 0, true, false, "too small for tiles", true, false},
 			{"longdw", "gemm", 2, 0, true, false, "few outputs over a long sum", false, true},
+			{"depthwise", "loops", 0, 0, false, false, "batch loop x3 is the output's contiguous loop", false, false},
+			{"depthwise_dk", "loops", 0, 0, false, false, "batch loop x2 is the output's contiguous loop", false, false},
 		} {
 			i := kernelOf(c.out)
 			k := p.Kernels[i]
 			want := c.strategy
 			if c.gpuOnlyCPU && tgt.Backend != "cpu" || c.splitOnly && tgt.Backend != "cpu" && !tgt.SplitK {
 				want = "loops"
+			}
+			if strings.HasPrefix(c.out, "depthwise") && tgt.Backend != "cpu" {
+				// Products of one column: too small for GPU tiles.
+				c.reason = "too small for tiles"
 			}
 			if k.Schedule.Strategy != want {
 				t.Errorf("%s: %s is scheduled %q, want %q: %s\n%v", tgt.Backend, c.out, k.Schedule.Strategy, want, why[i], p)

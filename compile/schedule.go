@@ -3,6 +3,7 @@ package compile
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/tartanml/tartan/kir"
@@ -292,11 +293,12 @@ const reduceMaxOutputs, reduceMinDepth = 1 << 15, 256
 // gemmWorth is the cost model's choice between the matrix-product
 // strategy and the loop nest for a kernel that view maps onto a product:
 // on every target a batch of dot products (matrices of one element) runs
-// as loops; on work-item targets (OpenCL, Vulkan) a product of irregular
-// operands must be large enough for its tiles (gpuMinRows, gpuMinDepth),
-// and without SplitK a product of few outputs over a long sum runs as loops
-// (reduceMaxOutputs, reduceMinDepth);
-// the CPU's packed product takes every other product. It returns the
+// as loops, and on the CPU so does a product whose batch loop is the
+// output's innermost (its matrices interleaved along it); on work-item
+// targets (OpenCL, Vulkan) a product of irregular operands must be large
+// enough for its tiles (gpuMinRows, gpuMinDepth), and without SplitK a
+// product of few outputs over a long sum runs as loops (reduceMaxOutputs,
+// reduceMinDepth); the CPU's products take every other product. It returns the
 // reason for the why line.
 func gemmWorth(t Target, k *kir.Kernel, view *kir.GEMMView, regular bool) (bool, string) {
 	nb, m, n, kk := view.Extents(k)
@@ -319,6 +321,12 @@ func gemmWorth(t Target, k *kir.Kernel, view *kir.GEMMView, regular bool) (bool,
 	switch {
 	case view.DotProducts(k):
 		return false, "dot products " + size
+	case !t.workItems() && len(k.Shape) > 0 && slices.Contains(view.Batch, len(k.Shape)-1):
+		// The CPU's products lay their rows or columns along the output's
+		// contiguous loop; a batch loop there (a depthwise convolution's
+		// channel) interleaves the matrices, which they cannot run, while
+		// the loop nest vectorises along it.
+		return false, fmt.Sprintf("product %s: its batch loop x%d is the output's contiguous loop, which the CPU's products cannot interleave", size, len(k.Shape)-1)
 	case t.workItems() && !regular && (m < gpuMinRows || n < gpuMinRows || kk < gpuMinDepth):
 		return false, fmt.Sprintf("product %s too small for tiles of irregular operands", size)
 	case t.workItems() && !t.SplitK && nb*m*n <= reduceMaxOutputs && kk >= reduceMinDepth:

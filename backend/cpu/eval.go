@@ -19,6 +19,9 @@ type frame struct {
 	vars    []int
 	rowVars [][]int
 	rows    int
+	// ends[l] is one past the last value of reduction loop l at the
+	// current values of the loops outside it (its clipped range).
+	ends []int
 	// outerRows: the rows are consecutive points of the loops before the
 	// axis (not reduction points).
 	outerRows bool
@@ -55,7 +58,7 @@ type frame struct {
 }
 
 func newFrame(bufs []*buffer, nvars int, r regs, pack, ints int) *frame {
-	fr := &frame{bufs: bufs, vars: make([]int, nvars), rowVars: make([][]int, chunk), rows: 1,
+	fr := &frame{bufs: bufs, vars: make([]int, nvars), rowVars: make([][]int, chunk), rows: 1, ends: make([]int, nvars),
 		f: make([][]float32, r.f), fs: make([][]float32, r.f),
 		d: make([][]float64, r.d), ds: make([][]float64, r.d),
 		iv: make([][]int, r.i), mask: make([]bool, chunk),

@@ -24,6 +24,12 @@ import (
 //     (a row of ten outputs with a reduction over 256), the body's lanes
 //     being aggregated into one output point at a time.
 //
+// Reduction loops run over ranges clipped by the kernel's affine guards
+// (its affine Where conditions and the in-range conditions of its Skip
+// loads, see clip), which the body then no longer checks; a chunk's rows
+// whose clipped ranges differ are reduced separately. Guards on the
+// body's vector axis remain intervals of lanes, others per-lane masks.
+//
 // Sums are accumulated in float64, maxima and minima of float32 lanes in
 // float32. When the output is small and the reduction large, the outermost
 // reduction loop is split into parts computed as separate work items and
@@ -50,6 +56,14 @@ type loopsKernel struct {
 	// row.
 	redRows int
 	nred    int
+	// clips[l-nout] is the clipped range of reduction loop l (nil: its
+	// whole extent), which absorbs the kernel's affine guards; clipped
+	// reports that some loop has one. rowForms are the parts of the
+	// clips' bounds that vary between the rows of a chunk: rows that
+	// differ in one are reduced separately.
+	clips    []*kir.Clip
+	clipped  bool
+	rowForms [][]int
 	// trackHas: some output point may receive no contribution, and the
 	// aggregation's identity is not 0.
 	trackHas bool
@@ -100,6 +114,7 @@ func newLoopsKernel(p *kir.Program, k *kir.Kernel, r *regs) *loopsKernel {
 		}
 	}
 	bb := newBuilder(s, vaxis, progBody, r)
+	lk.clip(bb, p)
 	bb.where(k.Where)
 	lk.body = bb.value(k.Body)
 	if !lk.redVec {
@@ -117,7 +132,7 @@ func newLoopsKernel(p *kir.Program, k *kir.Kernel, r *regs) *loopsKernel {
 	}
 	switch lk.agg {
 	case tile.Max, tile.Min, tile.Prod:
-		lk.trackHas = len(lk.body.checks) > 0 || lk.body.hasMask || empty
+		lk.trackHas = len(lk.body.checks) > 0 || lk.body.hasMask || empty || lk.clipped
 	}
 	cost := len(lk.body.instrs) + 2
 	if lk.epi != nil {
@@ -238,10 +253,29 @@ func (lk *loopsKernel) item(fr *frame, it int) {
 		lk.elementwise(fr, c0, n)
 		return
 	}
-	m := nr * n
-	acc, has := fr.acc[:m], fr.has[:m]
+	if len(lk.rowForms) > 0 && nr > 1 {
+		lk.runs(fr, c0, n, nr)
+		return
+	}
+	lk.reduce(fr, c0, n, part)
+	if lk.split > 1 {
+		outOff := lk.outLin.base(fr.vars) + lk.outLin.stride*c0
+		o := part*len(lk.partial)/lk.split + outOff
+		copy(lk.partial[o:o+n], fr.acc[:n])
+		if lk.trackHas {
+			copy(lk.partialHas[o:o+n], fr.has[:n])
+		}
+		return
+	}
+	lk.finish(fr, c0, n)
+}
+
+// reduce aggregates the body over part part of the reduction into the
+// accumulators of the chunk's rows.
+func (lk *loopsKernel) reduce(fr *frame, c0, n, part int) {
+	m := fr.rows * n
 	if lk.trackHas {
-		clear(has)
+		clear(fr.has[:m])
 	}
 	rlo, rhi := 0, lk.s.ext[lk.s.nout]
 	if lk.split > 1 {
@@ -253,16 +287,140 @@ func (lk *loopsKernel) item(fr *frame, it int) {
 	} else if lk.reduceOutVec(fr, c0, n, rlo, rhi) {
 		lk.initAcc(fr, m)
 	}
-	if lk.split > 1 {
-		outOff := lk.outLin.base(fr.vars) + lk.outLin.stride*c0
-		o := part*len(lk.partial)/lk.split + outOff
-		copy(lk.partial[o:o+n], acc)
-		if lk.trackHas {
-			copy(lk.partialHas[o:o+n], has)
+}
+
+// runs reduces and stores the chunk's nr rows in runs of consecutive rows
+// whose reduction loops have the same clipped ranges.
+func (lk *loopsKernel) runs(fr *frame, c0, n, nr int) {
+	all := fr.rowVars
+	for ra := 0; ra < nr; {
+		rb := ra + 1
+		for rb < nr && lk.sameClips(all[ra], all[rb]) {
+			rb++
 		}
+		fr.rowVars, fr.vars, fr.rows = all[ra:], all[ra], rb-ra
+		lk.reduce(fr, c0, n, 0)
+		lk.finish(fr, c0, n)
+		ra = rb
+	}
+	fr.rowVars, fr.vars, fr.rows = all, all[0], nr
+}
+
+func (lk *loopsKernel) sameClips(a, b []int) bool {
+	for _, f := range lk.rowForms {
+		x := 0
+		for l, c := range f {
+			x += c * (a[l] - b[l])
+		}
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// clip lowers the kernel's affine guards (kir.Guards) to clipped ranges
+// of the reduction loops (kir.ClipLoop over the space's loops), each
+// bounded by the loops outside it except the body's vector axis when that
+// is an output loop: conditions on the axis stay intervals of lanes. The
+// body leaves out the checks of the guards absorbed.
+func (lk *loopsKernel) clip(b *builder, p *kir.Program) {
+	s := lk.s
+	gs, srcs := kir.Guards(p, lk.k)
+	lk.clips = make([]*kir.Clip, lk.nred)
+	if len(gs) == 0 {
 		return
 	}
-	lk.finish(fr, c0, n)
+	conds := make([]kir.AffineCond, len(gs))
+	for i, g := range gs {
+		l := s.lin(&affineIx{g.Coef, g.Konst})
+		conds[i] = kir.AffineCond{Coef: make([]int, len(s.ext)), Konst: l.c, Bound: g.Bound}
+		for _, t := range l.terms {
+			conds[i].Coef[t.loop] = t.coef
+		}
+	}
+	absorbed := make([]bool, len(conds))
+	for l := s.nout; l < len(s.ext); l++ {
+		c := kir.ClipLoop(conds, l, kir.Range{Lo: 0, Hi: s.ext[l] - 1}, func(u int) bool { return u < l && u != b.axis })
+		if len(c.Absorbed) == 0 {
+			continue
+		}
+		lk.clips[l-s.nout], lk.clipped = c, true
+		for _, i := range c.Absorbed {
+			absorbed[i] = true
+		}
+		for _, bd := range append(append([]kir.ClipBound(nil), c.Lo...), c.Hi...) {
+			f := make([]int, lk.rowAxis)
+			vary := false
+			for u := range f {
+				f[u] = bd.Coef[u]
+				vary = vary || f[u] != 0
+			}
+			if vary {
+				lk.rowForms = append(lk.rowForms, f)
+			}
+		}
+	}
+	b.absWhere, b.absDim, b.unguarded = map[int]bool{}, map[*kir.Expr][]bool{}, map[*kir.Expr]bool{}
+	for i, src := range srcs {
+		if src.Load == nil {
+			b.absWhere[src.Where] = absorbed[i]
+			continue
+		}
+		a := b.absDim[src.Load]
+		if a == nil {
+			a = make([]bool, len(src.Load.Index))
+			b.absDim[src.Load] = a
+			b.unguarded[src.Load] = true
+		}
+		a[src.Dim] = absorbed[i]
+		b.unguarded[src.Load] = b.unguarded[src.Load] && absorbed[i]
+	}
+}
+
+// enter starts reduction loop l at its first value within its clipped
+// range (the outermost also within [rlo, rhi)) and sets its end; it
+// reports whether the range holds a value.
+func (lk *loopsKernel) enter(fr *frame, l, rlo, rhi int) bool {
+	lo, hi := 0, lk.s.ext[l]-1
+	if c := lk.clips[l-lk.s.nout]; c != nil {
+		lo, hi = c.At(fr.vars)
+	}
+	if l == lk.s.nout {
+		lo, hi = max(lo, rlo), min(hi, rhi-1)
+	}
+	fr.vars[l], fr.ends[l] = lo, hi+1
+	return lo <= hi
+}
+
+// first sets reduction loops l to last at the first point of their
+// clipped box, or reports false when it is empty.
+func (lk *loopsKernel) first(fr *frame, l, last, rlo, rhi int) bool {
+	if !lk.enter(fr, l, rlo, rhi) {
+		return false
+	}
+	if l == last {
+		return true
+	}
+	for ; fr.vars[l] < fr.ends[l]; fr.vars[l]++ {
+		if lk.first(fr, l+1, last, rlo, rhi) {
+			return true
+		}
+	}
+	return false
+}
+
+// next moves reduction loops first to last to the next point of their
+// clipped box, the innermost fastest, or reports false after the last.
+func (lk *loopsKernel) next(fr *frame, first, last, rlo, rhi int) bool {
+	for l := last; l >= first; l-- {
+		for fr.vars[l]++; fr.vars[l] < fr.ends[l]; fr.vars[l]++ {
+			if l == last || lk.first(fr, l+1, last, rlo, rhi) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // combine aggregates the split partials of output points [off, off+n) into
@@ -481,16 +639,9 @@ func (lk *loopsKernel) firstAcc(fr *frame, r operand, at, m int) {
 func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool) {
 	s := lk.s
 	first, last := s.nout, len(s.ext)-1
-	if rlo >= rhi {
+	if !lk.first(fr, first, last, rlo, rhi) {
 		return true
 	}
-	for l := first; l <= last; l++ {
-		if s.ext[l] == 0 {
-			return true
-		}
-		fr.vars[l] = 0
-	}
-	fr.vars[first] = rlo
 	b := lk.body
 	// The body's hoisted instructions are evaluated at the first reduction
 	// point only.
@@ -526,11 +677,7 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 	for {
 		if step > 1 {
 			// Rows are the next points of the innermost loop.
-			end := s.ext[last]
-			if last == first {
-				end = rhi
-			}
-			rows := min(step, end-fr.vars[last])
+			rows := min(step, fr.ends[last]-fr.vars[last])
 			fr.rows, fr.outerRows = rows, false
 			for r := 1; r < rows; r++ {
 				v := fr.rowVars[r]
@@ -605,21 +752,8 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 				}
 			}
 		}
-		// Next reduction point, innermost loop fastest.
-		l := last
-		for ; l >= first; l-- {
-			fr.vars[l]++
-			end := s.ext[l]
-			if l == first {
-				end = rhi
-			}
-			if fr.vars[l] < end {
-				break
-			}
-			if l == first {
-				return fresh
-			}
-			fr.vars[l] = 0
+		if !lk.next(fr, first, last, rlo, rhi) {
+			return fresh
 		}
 	}
 }
@@ -629,31 +763,16 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 func (lk *loopsKernel) reduceRedVec(fr *frame, c0, n, rlo, rhi int) {
 	s := lk.s
 	first, vax := s.nout, len(s.ext)-1
-	for l := first; l <= vax; l++ {
-		if s.ext[l] == 0 {
-			return
-		}
-	}
-	if rlo >= rhi {
-		return
-	}
 	b := lk.body
-	vlo, vhi := 0, s.ext[vax]
-	if vax == first {
-		vlo, vhi = rlo, rhi
-	}
 	for i := range n {
 		fr.vars[lk.rowAxis] = c0 + i
 		acc := fr.acc[i]
 		has := false
-		for l := first; l < vax; l++ {
-			fr.vars[l] = 0
-		}
-		if vax != first {
-			fr.vars[first] = rlo
-		}
-		for {
-			for v0 := vlo; v0 < vhi; v0 += chunk {
+		for ok := vax == first || lk.first(fr, first, vax-1, rlo, rhi); ok; ok = vax > first && lk.next(fr, first, vax-1, rlo, rhi) {
+			if !lk.enter(fr, vax, rlo, rhi) {
+				continue
+			}
+			for v0, vhi := fr.vars[vax], fr.ends[vax]; v0 < vhi; v0 += chunk {
 				lo, hi, mask := b.evalChunk(fr, v0, min(chunk, vhi-v0))
 				if lo >= hi {
 					continue
@@ -661,21 +780,6 @@ func (lk *loopsKernel) reduceRedVec(fr *frame, c0, n, rlo, rhi int) {
 				var any bool
 				acc, any = reduceLanes(lk.agg, acc, fr, b.result, hi-lo, mask)
 				has = has || any
-			}
-			l := vax - 1
-			for ; l >= first; l-- {
-				fr.vars[l]++
-				end := s.ext[l]
-				if l == first {
-					end = rhi
-				}
-				if fr.vars[l] < end {
-					break
-				}
-				fr.vars[l] = 0
-			}
-			if l < first {
-				break
 			}
 		}
 		fr.acc[i] = acc

@@ -251,6 +251,12 @@ type builder struct {
 	consts map[constKey]operand
 	ranges map[*kir.Expr]valueRange
 	memoF  map[*kir.Expr]operand // integer loads read into float32 lanes
+	// Guards the loop bounds absorbed (see loopsKernel.clip): Where
+	// conditions and dimensions of Skip loads that need no check, and the
+	// Skip loads always in range within the clipped loops.
+	absWhere  map[int]bool
+	absDim    map[*kir.Expr][]bool
+	unguarded map[*kir.Expr]bool
 }
 
 type constKey struct {
@@ -266,7 +272,10 @@ func newBuilder(s *space, axis int, kind progKind, r *regs) *builder {
 
 // where adds the kernel's Where conditions to a body program.
 func (b *builder) where(conds []kir.Cond) {
-	for _, c := range conds {
+	for i, c := range conds {
+		if b.absWhere[i] {
+			continue
+		}
 		info := b.s.ix(c.X)
 		if info.aff != nil {
 			b.p.checks = append(b.p.checks, rangeCheck{b.s.lin(info.aff).forAxis(b.axis), c.Bound})
@@ -651,16 +660,22 @@ func (b *builder) loadIn(e *kir.Expr, l lane) operand {
 		lp.invariant = len(lp.flat.terms) == 0 && len(lp.flat.tabs) == 0 && len(lp.flat.extra) == 0
 	case loadChecked:
 		lp.flat = b.s.lin(&info.flat).forAxis(b.axis)
+		if lp.skip && b.unguarded[e] {
+			lp.class, lp.skip = loadDirect, false
+			lp.rowMajor, lp.axisExt = b.rowMajor(lp.flat), b.s.ext[b.axis]
+			lp.invariant = len(lp.flat.terms) == 0
+			break
+		}
 		lp.dims = make([]axisLin, len(info.dims))
 		for d := range info.dims {
 			lp.dims[d] = b.s.lin(&info.dims[d]).forAxis(b.axis)
-			if lp.skip {
+			if lp.skip && !b.absorbed(e, d) {
 				b.p.checks = append(b.p.checks, rangeCheck{lp.dims[d], buf.Shape[d]})
 			}
 		}
 		lp.skip = false // handled by the checks
 	case loadGeneral:
-		if b.semiLoad(lp, info, buf.Shape) {
+		if b.semiLoad(e, lp, info, buf.Shape) {
 			break
 		}
 		lp.idx = make([]int, len(info.ix))
@@ -674,6 +689,13 @@ func (b *builder) loadIn(e *kir.Expr, l lane) operand {
 	in := instr{op: opLoad, lane: l, dt: e.DType, ld: lp, dst: b.regs.new(l)}
 	b.emit(in)
 	return operand{l, in.dst}
+}
+
+// absorbed reports whether the clipped loops keep dimension d of load e in
+// range.
+func (b *builder) absorbed(e *kir.Expr, d int) bool {
+	a := b.absDim[e]
+	return d < len(a) && a[d]
 }
 
 // rowMajor reports whether l (with stride 1 along the axis) advances by
@@ -703,7 +725,7 @@ func (b *builder) rowMajor(l axisLin) bool {
 
 // semiLoad makes a general load direct or checked when every index is
 // semi-affine along the axis.
-func (b *builder) semiLoad(lp *loadPlan, info *loadInfo, shape tile.Shape) bool {
+func (b *builder) semiLoad(e *kir.Expr, lp *loadPlan, info *loadInfo, shape tile.Shape) bool {
 	dims := make([]axisLin, len(info.ix))
 	for d, x := range info.ix {
 		l, ok := b.semi(b.s.ix(x).simp)
@@ -727,6 +749,9 @@ func (b *builder) semiLoad(lp *loadPlan, info *loadInfo, shape tile.Shape) bool 
 	lp.dims = dims
 	if lp.skip {
 		for d := range dims {
+			if b.absorbed(e, d) {
+				continue
+			}
 			b.p.checks = append(b.p.checks, rangeCheck{dims[d], shape[d]})
 		}
 	}
