@@ -26,8 +26,10 @@ const (
 	maxUnroll = 4
 )
 
-// schedule is pass 7. For each kernel it picks, from the Target, a strategy
-// and its parameters with this cost model:
+// schedule is pass 7. On work-item targets without SplitK it first splits
+// each product of few outputs over a long sum into a partial product and a
+// combine (rfactor, see rfactor.go). For each kernel it picks, from the
+// Target, a strategy and its parameters with this cost model:
 //
 //   - "gemm" when the kernel is a matrix product (gemmView says when) that
 //     gemmWorth finds worth the target's product template,
@@ -54,8 +56,14 @@ const (
 // choices.
 func schedule(prog *kir.Program, t Target) []string {
 	var why []string
-	for _, k := range prog.Kernels {
+	for i := 0; i < len(prog.Kernels); i++ {
+		k := prog.Kernels[i]
 		squeeze(prog, k)
+		if w := rfactor(prog, i, t); w != nil {
+			why = append(why, w...)
+			i++
+			continue
+		}
 		why = append(why, scheduleKernel(prog, k, t))
 	}
 	return why
@@ -65,7 +73,9 @@ func schedule(prog *kir.Program, t Target) []string {
 // pass would choose for target t, keeping the kernels' loops as they are,
 // and returns the lines explaining the choices. It is for programs built
 // by hand, such as the tests of backends, which then run what the compiler
-// would ask of them.
+// would ask of them. It splits no kernel (see rfactor), and so schedules a
+// compiled program's partial products as the long sums they came from
+// would be on a target without SplitK.
 func Schedule(p *kir.Program, t Target) []string {
 	why := make([]string, len(p.Kernels))
 	for i, k := range p.Kernels {
@@ -329,7 +339,7 @@ func gemmWorth(t Target, k *kir.Kernel, view *kir.GEMMView, regular bool) (bool,
 		return false, fmt.Sprintf("product %s: its batch loop x%d is the output's contiguous loop, which the CPU's products cannot interleave", size, len(k.Shape)-1)
 	case t.workItems() && !regular && (m < gpuMinRows || n < gpuMinRows || kk < gpuMinDepth):
 		return false, fmt.Sprintf("product %s too small for tiles of irregular operands", size)
-	case t.workItems() && !t.SplitK && nb*m*n <= reduceMaxOutputs && kk >= reduceMinDepth:
+	case longSum(t, nb, m, n, kk):
 		return false, fmt.Sprintf("product %s: few outputs over a long sum, which tiles cannot split on this backend", size)
 	}
 	return true, fmt.Sprintf("%s; batch %d, M %d, N %d, K %d loops", size, len(view.Batch), len(view.M), len(view.N), len(view.K))
