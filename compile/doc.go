@@ -29,10 +29,13 @@
 //     over views of the step's rows; the rest run before or after the loop
 //     over all steps), and slots shared by temporaries whose lifetimes do not
 //     overlap.
-//  8. schedule (squeeze.go, schedule.go): loops of one point are dropped
-//     from each kernel's loop space, then per kernel strategy (gemm,
-//     scatter, reduce, loops),
-//     parallel loops, tiles, vector width and unrolling from the Target.
+//  8. schedule (squeeze.go, schedule.go, rfactor.go): loops of one point
+//     are dropped from each kernel's loop space, then per kernel strategy
+//     (gemm, scatter, reduce, loops), parallel loops, tiles, vector width
+//     and unrolling from the Target; on targets whose tiled products cannot
+//     split a sum (Target.SplitK false), a product of few outputs over a
+//     long sum becomes a product over parts of the sum and a combine kernel
+//     adding the parts in a fixed order (rfactor).
 //
 // CompileCached (cache.go) keeps compiled programs on disk under
 // $XDG_CACHE_HOME/tartan. TARTAN_DEBUG (debug.go) explains what the compiler
