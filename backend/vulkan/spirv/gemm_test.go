@@ -1,8 +1,10 @@
 package spirv
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tartanml/tartan/compile"
@@ -49,8 +51,10 @@ func (c productCase) build(t *testing.T, seed uint64) (*kir.Program, int, map[in
 	t.Helper()
 	g := tile.NewGraph(c.name)
 	ops := map[string]*tile.Tensor{}
-	for name, sh := range c.shapes {
-		ops[name] = g.Input(name, tile.Float32, sh)
+	// Inputs in name order, so that buffer numbers (and the golden
+	// disassembly) do not depend on map iteration.
+	for _, name := range slices.Sorted(maps.Keys(c.shapes)) {
+		ops[name] = g.Input(name, tile.Float32, c.shapes[name])
 	}
 	o := tile.ParseContraction(g, c.src, ops, c.sizes)
 	if c.epilogue {
