@@ -324,3 +324,18 @@ func ParseBytes(s string) (int64, error) {
 	}
 	return int64(f * mult), nil
 }
+
+// KernelTime is the time one kernel of a program took in a profiled run.
+type KernelTime struct {
+	Kernel  string // the kernel: its kir name, or the OpenCL function running it
+	How     string // what ran it: the CPU executor, the OpenCL template, the Vulkan schedule and dispatch
+	Source  string // the tile nodes the kernel computes
+	Seconds float64
+}
+
+// Profiler is an Executable that can run its program once timing each
+// kernel (the CPU, OpenCL and Vulkan backends' are). The run's effects are
+// those of Run.
+type Profiler interface {
+	Profile() ([]KernelTime, error)
+}

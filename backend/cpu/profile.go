@@ -4,20 +4,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tartanml/tartan/backend"
 )
 
-// KernelTime is the time one kernel of a program took on the CPU.
-type KernelTime struct {
-	Kernel   string // the kir kernel's name
-	Executor string // which executor ran it: gemm, gemv, window, scatter, loops
-	Source   string // the tile nodes it computes
-	Seconds  float64
-}
-
-// Profile runs the program once, timing each kernel, and returns the times
+// Profile runs the program once, timing each kernel (How is the executor
+// that ran it: gemm, gemv, window, scatter, loops), and returns the times
 // in kernel order, a loop's kernels over all its steps. Inputs must be set as for Run; the run's effects (outputs
 // and variable updates) are those of Run.
-func (x *Executable) Profile() ([]KernelTime, error) {
+func (x *Executable) Profile() ([]backend.KernelTime, error) {
 	if x.closed {
 		return nil, errClosed
 	}
@@ -26,10 +21,10 @@ func (x *Executable) Profile() ([]KernelTime, error) {
 			return nil, fmt.Errorf("cpu: program %q: input %q is not set", x.prog.Name, in.Name)
 		}
 	}
-	out := make([]KernelTime, len(x.kernels))
+	out := make([]backend.KernelTime, len(x.kernels))
 	for i, k := range x.kernels {
 		kk := x.prog.Kernels[i]
-		out[i] = KernelTime{Kernel: kk.Name, Executor: executorName(k), Source: kk.Source}
+		out[i] = backend.KernelTime{Kernel: kk.Name, How: executorName(k), Source: kk.Source}
 	}
 	timed := func(i int) {
 		t0 := time.Now()
@@ -63,3 +58,5 @@ func executorName(k kernelRunner) string {
 	n = strings.TrimPrefix(n, "*cpu.")
 	return strings.TrimSuffix(n, "Kernel")
 }
+
+var _ backend.Profiler = (*Executable)(nil)

@@ -41,10 +41,10 @@ func TestProfile(t *testing.T) {
 	}
 	sawGemm := false
 	for i, kt := range times {
-		if kt.Kernel != p.Kernels[i].Name || kt.Seconds <= 0 || kt.Executor == "" {
+		if kt.Kernel != p.Kernels[i].Name || kt.Seconds <= 0 || kt.How == "" {
 			t.Errorf("time %d: %+v", i, kt)
 		}
-		sawGemm = sawGemm || kt.Executor == "gemm"
+		sawGemm = sawGemm || kt.How == "gemm"
 	}
 	if !sawGemm {
 		t.Errorf("no kernel ran on the gemm executor: %+v", times)

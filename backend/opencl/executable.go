@@ -514,19 +514,12 @@ func (e *Executable) Close() error {
 	return first
 }
 
-// LaunchTime is the device time of one launch.
-type LaunchTime struct {
-	Fn       string // the __kernel function
-	Strategy string // its template and tiling
-	Source   string // the tile nodes the kernel computes
-	Seconds  float64
-}
-
 // Profile runs the program once with an event per launch and returns each
-// launch's device time, in launch order; a launch inside a loop reports the
+// launch's device time (Kernel is the __kernel function, How its template
+// and tiling), in launch order; a launch inside a loop reports the
 // sum over the loop's steps. A device opened without WithProfiling times
 // the launches on a second queue, after its own has finished.
-func (e *Executable) Profile() ([]LaunchTime, error) {
+func (e *Executable) Profile() ([]backend.KernelTime, error) {
 	if err := e.ready(); err != nil {
 		return nil, err
 	}
@@ -566,9 +559,9 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 	if err := q.Finish(); err != nil {
 		return nil, e.d.execError("profiling "+e.p.Name, err)
 	}
-	out := make([]LaunchTime, len(e.launches))
+	out := make([]backend.KernelTime, len(e.launches))
 	for i, l := range e.launches {
-		out[i] = LaunchTime{Fn: l.plan.Fn, Strategy: l.plan.Strategy, Source: e.p.Kernels[l.plan.Kernel].Source}
+		out[i] = backend.KernelTime{Kernel: l.plan.Fn, How: l.plan.Strategy, Source: e.p.Kernels[l.plan.Kernel].Source}
 	}
 	for _, x := range events {
 		t, err := x.ev.Profile()
@@ -579,6 +572,8 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 	}
 	return out, nil
 }
+
+var _ backend.Profiler = (*Executable)(nil)
 
 // Launches describes the launches of the executable, one line each, for
 // debugging and benchmarks.

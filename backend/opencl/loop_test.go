@@ -218,7 +218,7 @@ func runLoopProgram(t *testing.T, d *Device, p *kir.Program, in map[string][]flo
 		}
 		for _, lt := range times {
 			if lt.Seconds < 0 || math.IsNaN(lt.Seconds) {
-				t.Errorf("launch %s took %v s", lt.Fn, lt.Seconds)
+				t.Errorf("launch %s took %v s", lt.Kernel, lt.Seconds)
 			}
 		}
 	} else {

@@ -3,23 +3,18 @@ package vulkan
 import (
 	"fmt"
 	"math"
-)
 
-// LaunchTime is the device time of one kernel's dispatches.
-type LaunchTime struct {
-	Fn       string // the kernel's pipeline
-	Strategy string // its schedule, work-groups and their invocations
-	Source   string // the tile nodes the kernel computes
-	Seconds  float64
-}
+	"github.com/tartanml/tartan/backend"
+)
 
 // Profile runs the program once, as Run does (host writes applied first,
 // outputs and variables updated), from a second recording of it with a
 // timestamp before and after every dispatch, and returns each kernel's
-// device time in launch order; a kernel inside a loop reports the sum over
+// device time in launch order (How is its schedule, work-groups and their
+// invocations); a kernel inside a loop reports the sum over
 // the loop's steps. The recording is made on the first call; Run's is
 // left as it is.
-func (e *Executable) Profile() ([]LaunchTime, error) {
+func (e *Executable) Profile() ([]backend.KernelTime, error) {
 	if err := e.ready(); err != nil {
 		return nil, err
 	}
@@ -43,15 +38,15 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 		}
 		e.prof = cb
 	}
-	var out []LaunchTime
+	var out []backend.KernelTime
 	at := map[int]int{} // kernel → entry
 	for _, k := range e.order {
 		if _, ok := at[k]; !ok {
 			at[k] = len(out)
 			pk, sk := e.p.Kernels[k], e.pipes[k].k
 			g, l := sk.Groups, sk.LocalSize
-			out = append(out, LaunchTime{Fn: sk.Name, Source: pk.Source,
-				Strategy: fmt.Sprintf("%s, %d×%d×%d groups of %d", pk.Schedule.Strategy, g[0], g[1], g[2], l[0]*l[1]*l[2])})
+			out = append(out, backend.KernelTime{Kernel: sk.Name, Source: pk.Source,
+				How: fmt.Sprintf("%s, %d×%d×%d groups of %d", pk.Schedule.Strategy, g[0], g[1], g[2], l[0]*l[1]*l[2])})
 		}
 	}
 	if e.prof == nil {
@@ -74,3 +69,5 @@ func (e *Executable) Profile() ([]LaunchTime, error) {
 	}
 	return out, nil
 }
+
+var _ backend.Profiler = (*Executable)(nil)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/reference"
 	"github.com/tartanml/tartan/compile"
 	"github.com/tartanml/tartan/kir"
@@ -15,7 +16,7 @@ import (
 
 // checkTimes checks one entry per kernel of p, in order, each with a
 // finite, non-negative time, and some time in all.
-func checkTimes(t *testing.T, p *kir.Program, ts []LaunchTime) {
+func checkTimes(t *testing.T, p *kir.Program, ts []backend.KernelTime) {
 	t.Helper()
 	if len(ts) != len(p.Kernels) {
 		t.Fatalf("%d entries for %d kernels: %+v", len(ts), len(p.Kernels), ts)
@@ -24,11 +25,11 @@ func checkTimes(t *testing.T, p *kir.Program, ts []LaunchTime) {
 	for i, lt := range ts {
 		total += lt.Seconds
 		k := p.Kernels[i]
-		if lt.Fn != k.Name || lt.Source != k.Source || lt.Strategy == "" {
+		if lt.Kernel != k.Name || lt.Source != k.Source || lt.How == "" {
 			t.Errorf("entry %d = %+v, want kernel %s (%s)", i, lt, k.Name, k.Source)
 		}
 		if math.IsNaN(lt.Seconds) || math.IsInf(lt.Seconds, 0) || lt.Seconds < 0 || lt.Seconds > 60 {
-			t.Errorf("entry %d (%s): %v seconds", i, lt.Fn, lt.Seconds)
+			t.Errorf("entry %d (%s): %v seconds", i, lt.Kernel, lt.Seconds)
 		}
 	}
 	if !(total > 0) {

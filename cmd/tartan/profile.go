@@ -6,53 +6,17 @@ import (
 	"slices"
 
 	"github.com/tartanml/tartan/backend"
-	"github.com/tartanml/tartan/backend/cpu"
-	"github.com/tartanml/tartan/backend/opencl"
-	"github.com/tartanml/tartan/backend/vulkan"
 	"github.com/tartanml/tartan/bench"
 	"github.com/tartanml/tartan/tile"
 )
 
-// kernelTime is one kernel's share of a profiled run.
-type kernelTime struct {
-	name, how, source string
-	seconds           float64
-}
-
-// profileRun runs x once timing each kernel, on the backends that can: the
-// CPU (wall time per kernel), OpenCL (device time per launch) and Vulkan
-// (device time per kernel, from timestamps around its dispatches).
-func profileRun(x backend.Executable) ([]kernelTime, error) {
-	var out []kernelTime
-	switch e := x.(type) {
-	case *cpu.Executable:
-		ts, err := e.Profile()
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			out = append(out, kernelTime{t.Kernel, t.Executor, t.Source, t.Seconds})
-		}
-	case *opencl.Executable:
-		ts, err := e.Profile()
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			out = append(out, kernelTime{t.Fn, t.Strategy, t.Source, t.Seconds})
-		}
-	case *vulkan.Executable:
-		ts, err := e.Profile()
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			out = append(out, kernelTime{t.Fn, t.Strategy, t.Source, t.Seconds})
-		}
-	default:
+// profileRun runs x once timing each kernel, on the backends that can.
+func profileRun(x backend.Executable) ([]backend.KernelTime, error) {
+	p, ok := x.(backend.Profiler)
+	if !ok {
 		return nil, fmt.Errorf("this backend cannot time kernels one by one (cpu, opencl and vulkan devices can)")
 	}
-	return out, nil
+	return p.Profile()
 }
 
 // printProfile prints the n slowest kernels of a profiled run of x, with
@@ -64,28 +28,28 @@ func printProfile(w io.Writer, x backend.Executable, n int) error {
 	}
 	total := 0.0
 	for _, t := range ts {
-		total += t.seconds
+		total += t.Seconds
 	}
-	slices.SortStableFunc(ts, func(a, b kernelTime) int {
+	slices.SortStableFunc(ts, func(a, b backend.KernelTime) int {
 		switch {
-		case a.seconds > b.seconds:
+		case a.Seconds > b.Seconds:
 			return -1
-		case a.seconds < b.seconds:
+		case a.Seconds < b.Seconds:
 			return 1
 		}
 		return 0
 	})
 	fmt.Fprintf(w, "profile: %d kernels, %.3f ms in all; the %d slowest:\n", len(ts), total*1e3, min(n, len(ts)))
 	for _, t := range ts[:min(n, len(ts))] {
-		src := t.source
+		src := t.Source
 		if len(src) > 90 {
 			src = src[:87] + "..."
 		}
 		share := 0.0
 		if total > 0 {
-			share = 100 * t.seconds / total
+			share = 100 * t.Seconds / total
 		}
-		fmt.Fprintf(w, "%10.3f ms %5.1f%%  %-24s %-28s %s\n", t.seconds*1e3, share, t.name, t.how, src)
+		fmt.Fprintf(w, "%10.3f ms %5.1f%%  %-24s %-28s %s\n", t.Seconds*1e3, share, t.Kernel, t.How, src)
 	}
 	return nil
 }

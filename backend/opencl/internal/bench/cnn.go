@@ -190,9 +190,9 @@ func measureCNN(c opencl.Candidate, batch, steps int) (res cnnResult) {
 	res.ByStrategy = map[string]float64{}
 	for _, l := range prof {
 		res.KernelMs += l.Seconds * 1e3
-		kind, _, _ := strings.Cut(l.Strategy, " ")
+		kind, _, _ := strings.Cut(l.How, " ")
 		res.ByStrategy[kind] += l.Seconds * 1e3
-		res.Top = append(res.Top, kernelProfile{Fn: l.Fn, Strategy: l.Strategy, Source: l.Source, Ms: l.Seconds * 1e3})
+		res.Top = append(res.Top, kernelProfile{Fn: l.Kernel, Strategy: l.How, Source: l.Source, Ms: l.Seconds * 1e3})
 	}
 	sort.Slice(res.Top, func(i, j int) bool { return res.Top[i].Ms > res.Top[j].Ms })
 	for _, k := range res.Top {
