@@ -33,6 +33,27 @@ func productProgram(t *testing.T) *kir.Program {
 	return lb.p
 }
 
+// convProgram is a padded 1-D convolution [2, 10, 4] ⊛ [3, 4, 8] → [2, 10,
+// 8] scheduled as a matrix product whose A operand (the input, read at
+// x + k - 1) is separable: slot and reduction parts with a guard.
+func convProgram(t *testing.T) *kir.Program {
+	f := tile.Float32
+	lb := newLoopBuilder("conv")
+	in := lb.buf("in", kir.Input, tile.Shape{2, 10, 4}, nil)
+	w := lb.buf("w", kir.Input, tile.Shape{3, 4, 8}, nil)
+	y := lb.buf("y", kir.Output, tile.Shape{2, 10, 8}, nil)
+	k := lb.kernel("conv", y, tile.Shape{2, 10, 8}, []kir.Loop{{Name: "k", Lo: 0, Hi: 2}, {Name: "c", Lo: 0, Hi: 3}}, tile.Sum,
+		fn(tile.Mul, f, load(in, f, kir.Skip, 0, v(0), add(add(v(1), v(3)), c(-1)), v(4)), load(w, f, kir.Skip, 0, v(3), v(4), v(2))))
+	scheduleGEMM(t, k)
+	if why := k.Schedule.GEMM.Complete(lb.p, k); why != "" {
+		t.Fatal(why)
+	}
+	if err := lb.p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return lb.p
+}
+
 // TestRenderGolden compares the OpenCL C rendered for programs without
 // loops or views, and their launches, with the files under testdata/render
 // byte for byte: rendering is deterministic, and a change to it (which
@@ -52,6 +73,7 @@ func TestRenderGolden(t *testing.T) {
 		{"corners_reduce_split", cornerProgram(), split},
 		{"product_gpu", productProgram(t), gpu},
 		{"product_cpu", productProgram(t), cpu},
+		{"conv_gpu", convProgram(t), gpu},
 	} {
 		r, err := render(c.p, c.tr)
 		if err != nil {

@@ -382,8 +382,16 @@ func (r *renderer) renderGEMM(i int, k *kir.Kernel, pl *gemmPlan) error {
 	if err != nil {
 		return err
 	}
-	r.out.WriteString(srcA)
-	r.out.WriteString(srcB)
+	// Operands that are not one linear formula but split into slot and
+	// reduction parts are read through their parts instead of the
+	// operand function.
+	sepA, sepB := r.separable(k, v.A, pl.condA, v.Batch, v.M, v.K), r.separable(k, v.B, pl.condB, v.Batch, v.N, v.K)
+	if sepA == nil {
+		r.out.WriteString(srcA)
+	}
+	if sepB == nil {
+		r.out.WriteString(srcB)
+	}
 	r.out.WriteString(srcS)
 	reads := map[int]bool{}
 	for _, m := range []map[int]bool{readsA, readsB, readsS} {
@@ -400,7 +408,8 @@ func (r *renderer) renderGEMM(i int, k *kir.Kernel, pl *gemmPlan) error {
 	}
 	params, args := r.params(k.Out, reads, scratch)
 	g := gemmGen{cfg: cfg, pl: pl, ct: ct, fn: fn, contA: contA, contB: contB,
-		callA: argList(readsA, -1), callB: argList(readsB, -1), callS: argList(readsS, k.Out), partial: partial, emul: r.t.EmulateMMA}
+		callA: argList(readsA, -1), callB: argList(readsB, -1), callS: argList(readsS, k.Out), partial: partial, emul: r.t.EmulateMMA,
+		sepA: sepA, sepB: sepB}
 	body := viewPrologue(args) + g.kernel()
 	local := cfg.threads()
 	fmt.Fprintf(&r.out, "// %s\n__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s) {\n%s}\n", cfg, local, fn, params, body)
@@ -440,6 +449,8 @@ type gemmGen struct {
 	callA, callB, callS string
 	partial             int
 	emul                bool
+	sepA, sepB          *sepOperand
+	parts               map[string]string // see partName
 	w                   writer
 }
 
@@ -472,6 +483,7 @@ func (g *gemmGen) kernel() string {
 	w.line("const int kBegin = split * %d, kEnd = min(%d, kBegin + %d);", c.KC, pl.K, c.KC)
 	w.line("%s ra[%d], rb[%d];", g.ct, la, lb)
 	g.declareAcc()
+	g.prepareOperands()
 	g.loadPanels("kBegin")
 	g.storePanels("0")
 	w.line("barrier(CLK_LOCAL_MEM_FENCE);")
@@ -510,25 +522,127 @@ func joinArgs(bufs, rest string) string {
 // BN·BK/threads of B, consecutive work-items along the operand's contiguous
 // direction, 0 outside the matrices and the split's reduction range.
 func (g *gemmGen) loadPanels(k0 string) {
-	c, pl, w := g.cfg, g.pl, &g.w
-	nt := c.threads()
-	for j := range c.BM * c.BK / nt {
-		e := fmt.Sprintf("(tid + %d)", j*nt)
-		mm, kk := fmt.Sprintf("%s / %d", e, c.BK), fmt.Sprintf("%s %% %d", e, c.BK)
-		if !g.contA {
-			mm, kk = fmt.Sprintf("%s %% %d", e, c.BM), fmt.Sprintf("%s / %d", e, c.BM)
-		}
-		w.line("{ const int mm = m0 + %s, kk = %s + %s; ra[%d] = (mm < %d && kk < kEnd) ? %s_A(%s) : 0; }",
-			mm, k0, kk, j, pl.M, g.fn, joinArgs(g.callA, "bt, mm, kk"))
+	g.loadOperand(k0, g.operand(false))
+	g.loadOperand(k0, g.operand(true))
+}
+
+// panelOperand describes the staging of one operand: A (rows m, extent
+// BM) or B (columns n, extent BN).
+type panelOperand struct {
+	name     string // "A" or "B"
+	reg, idx string // the staging registers and the matrix index's name
+	ext      int    // BM or BN
+	bound    int    // M or N
+	cont     bool
+	call     string
+	sep      *sepOperand
+}
+
+func (g *gemmGen) operand(b bool) panelOperand {
+	if b {
+		return panelOperand{"B", "rb", "nn", g.cfg.BN, g.pl.N, g.contB, g.callB, g.sepB}
 	}
-	for j := range c.BN * c.BK / nt {
-		e := fmt.Sprintf("(tid + %d)", j*nt)
-		nn, kk := fmt.Sprintf("%s / %d", e, c.BK), fmt.Sprintf("%s %% %d", e, c.BK)
-		if !g.contB {
-			nn, kk = fmt.Sprintf("%s %% %d", e, c.BN), fmt.Sprintf("%s / %d", e, c.BN)
+	return panelOperand{"A", "ra", "mm", g.cfg.BM, g.pl.M, g.contA, g.callA, g.sepA}
+}
+
+// slot returns the matrix index (relative to the tile's first) and the
+// reduction index (relative to the panel's) of a work-item's j-th staged
+// element of o. Where the threads cover whole runs of the contiguous
+// direction, the index along it is the same for every j, and is written
+// so, for the compiler (and sepOperand) to share it.
+func (g *gemmGen) slot(o panelOperand, j int) (mat, red string) {
+	c := g.cfg
+	nt := c.threads()
+	e := fmt.Sprintf("(tid + %d)", j*nt)
+	plus := func(x string, d int) string {
+		if d == 0 {
+			return x
 		}
-		w.line("{ const int nn = n0 + %s, kk = %s + %s; rb[%d] = (nn < %d && kk < kEnd) ? %s_B(%s) : 0; }",
-			nn, k0, kk, j, pl.N, g.fn, joinArgs(g.callB, "bt, nn, kk"))
+		return fmt.Sprintf("%s + %d", x, d)
+	}
+	if o.cont {
+		if nt%c.BK == 0 {
+			return plus(fmt.Sprintf("tid / %d", c.BK), j*nt/c.BK), fmt.Sprintf("tid %% %d", c.BK)
+		}
+		return fmt.Sprintf("%s / %d", e, c.BK), fmt.Sprintf("%s %% %d", e, c.BK)
+	}
+	if nt%o.ext == 0 {
+		return fmt.Sprintf("tid %% %d", o.ext), plus(fmt.Sprintf("tid / %d", o.ext), j*nt/o.ext)
+	}
+	return fmt.Sprintf("%s %% %d", e, o.ext), fmt.Sprintf("%s / %d", e, o.ext)
+}
+
+// prepareOperands writes, before the reduction loop, the slot parts of the
+// separable operands (see sepOperand), one per distinct matrix index.
+func (g *gemmGen) prepareOperands() {
+	for _, o := range []panelOperand{g.operand(false), g.operand(true)} {
+		if o.sep == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for j := range o.ext * g.cfg.BK / g.cfg.threads() {
+			mat, _ := g.slot(o, j)
+			if name := g.slotName(o, mat); !seen[name] {
+				seen[name] = true
+				z := "n0"
+				if o.name == "A" {
+					z = "m0"
+				}
+				o.sep.prepare(&g.w, name, "bt", z+" + "+mat)
+			}
+		}
+	}
+}
+
+// slotName names the slot parts of o at matrix index mat by their order of
+// appearance.
+func (g *gemmGen) slotName(o panelOperand, mat string) string {
+	return g.partName("s"+o.name, mat)
+}
+
+func (g *gemmGen) partName(prefix, key string) string {
+	if g.parts == nil {
+		g.parts = map[string]string{}
+	}
+	full := prefix + "|" + key
+	if n, ok := g.parts[full]; ok {
+		return n
+	}
+	n := fmt.Sprintf("%s%d", prefix, len(g.parts))
+	g.parts[full] = n
+	return n
+}
+
+func (g *gemmGen) loadOperand(k0 string, o panelOperand) {
+	c, w := g.cfg, &g.w
+	first := "n0"
+	if o.name == "A" {
+		first = "m0"
+	}
+	count := o.ext * c.BK / c.threads()
+	redNames := map[string]string{}
+	if o.sep != nil {
+		// The reduction parts, one per distinct reduction index, in a
+		// block of their own for each panel.
+		w.open("{")
+		for j := range count {
+			if _, red := g.slot(o, j); redNames[red] == "" {
+				redNames[red] = fmt.Sprintf("r%s%d", o.name, len(redNames))
+				o.sep.reduction(w, redNames[red], k0+" + "+red)
+			}
+		}
+	}
+	for j := range count {
+		mat, red := g.slot(o, j)
+		val := fmt.Sprintf("%s_%s(%s)", g.fn, o.name, joinArgs(o.call, "bt, "+o.idx+", kk"))
+		if o.sep != nil {
+			val = o.sep.value(g.slotName(o, mat), redNames[red], "0")
+		}
+		w.line("{ const int %s = %s + %s, kk = %s + %s; %s[%d] = (%s < %d && kk < kEnd) ? %s : 0; }",
+			o.idx, first, mat, k0, red, o.reg, j, o.idx, o.bound, val)
+	}
+	if o.sep != nil {
+		w.close("}")
 	}
 }
 

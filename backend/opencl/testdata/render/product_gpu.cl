@@ -109,14 +109,14 @@ void k0_gates(__global float* restrict b2, __global const float* restrict b0, __
 	acc[3][1] = 0;
 	acc[3][2] = 0;
 	acc[3][3] = 0;
-	{ const int mm = m0 + (tid + 0) / 16, kk = kBegin + (tid + 0) % 16; ra[0] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
-	{ const int mm = m0 + (tid + 256) / 16, kk = kBegin + (tid + 256) % 16; ra[1] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
-	{ const int mm = m0 + (tid + 512) / 16, kk = kBegin + (tid + 512) % 16; ra[2] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
-	{ const int mm = m0 + (tid + 768) / 16, kk = kBegin + (tid + 768) % 16; ra[3] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
-	{ const int nn = n0 + (tid + 0) % 64, kk = kBegin + (tid + 0) / 64; rb[0] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
-	{ const int nn = n0 + (tid + 256) % 64, kk = kBegin + (tid + 256) / 64; rb[1] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
-	{ const int nn = n0 + (tid + 512) % 64, kk = kBegin + (tid + 512) / 64; rb[2] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
-	{ const int nn = n0 + (tid + 768) % 64, kk = kBegin + (tid + 768) / 64; rb[3] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
+	{ const int mm = m0 + tid / 16, kk = kBegin + tid % 16; ra[0] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
+	{ const int mm = m0 + tid / 16 + 16, kk = kBegin + tid % 16; ra[1] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
+	{ const int mm = m0 + tid / 16 + 32, kk = kBegin + tid % 16; ra[2] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
+	{ const int mm = m0 + tid / 16 + 48, kk = kBegin + tid % 16; ra[3] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
+	{ const int nn = n0 + tid % 64, kk = kBegin + tid / 64; rb[0] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
+	{ const int nn = n0 + tid % 64, kk = kBegin + tid / 64 + 4; rb[1] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
+	{ const int nn = n0 + tid % 64, kk = kBegin + tid / 64 + 8; rb[2] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
+	{ const int nn = n0 + tid % 64, kk = kBegin + tid / 64 + 12; rb[3] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
 	As[0][((tid + 0) % 16) * 72 + (tid + 0) / 16] = ra[0];
 	As[0][((tid + 256) % 16) * 72 + (tid + 256) / 16] = ra[1];
 	As[0][((tid + 512) % 16) * 72 + (tid + 512) / 16] = ra[2];
@@ -130,14 +130,14 @@ void k0_gates(__global float* restrict b2, __global const float* restrict b0, __
 	for (int k0 = kBegin; k0 < kEnd; k0 += 16) {
 		const int more = k0 + 16 < kEnd;
 		if (more) {
-			{ const int mm = m0 + (tid + 0) / 16, kk = k0 + 16 + (tid + 0) % 16; ra[0] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
-			{ const int mm = m0 + (tid + 256) / 16, kk = k0 + 16 + (tid + 256) % 16; ra[1] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
-			{ const int mm = m0 + (tid + 512) / 16, kk = k0 + 16 + (tid + 512) % 16; ra[2] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
-			{ const int mm = m0 + (tid + 768) / 16, kk = k0 + 16 + (tid + 768) % 16; ra[3] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
-			{ const int nn = n0 + (tid + 0) % 64, kk = k0 + 16 + (tid + 0) / 64; rb[0] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
-			{ const int nn = n0 + (tid + 256) % 64, kk = k0 + 16 + (tid + 256) / 64; rb[1] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
-			{ const int nn = n0 + (tid + 512) % 64, kk = k0 + 16 + (tid + 512) / 64; rb[2] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
-			{ const int nn = n0 + (tid + 768) % 64, kk = k0 + 16 + (tid + 768) / 64; rb[3] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
+			{ const int mm = m0 + tid / 16, kk = k0 + 16 + tid % 16; ra[0] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
+			{ const int mm = m0 + tid / 16 + 16, kk = k0 + 16 + tid % 16; ra[1] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
+			{ const int mm = m0 + tid / 16 + 32, kk = k0 + 16 + tid % 16; ra[2] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
+			{ const int mm = m0 + tid / 16 + 48, kk = k0 + 16 + tid % 16; ra[3] = (mm < 6 && kk < kEnd) ? k0_gates_A(b0, bt, mm, kk) : 0; }
+			{ const int nn = n0 + tid % 64, kk = k0 + 16 + tid / 64; rb[0] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
+			{ const int nn = n0 + tid % 64, kk = k0 + 16 + tid / 64 + 4; rb[1] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
+			{ const int nn = n0 + tid % 64, kk = k0 + 16 + tid / 64 + 8; rb[2] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
+			{ const int nn = n0 + tid % 64, kk = k0 + 16 + tid / 64 + 12; rb[3] = (nn < 40 && kk < kEnd) ? k0_gates_B(b1, bt, nn, kk) : 0; }
 		}
 		__local const float* restrict sA = As[buf];
 		__local const float* restrict sB = Bs[buf];
