@@ -7,23 +7,20 @@ import (
 	"github.com/tartanml/tartan/kir"
 )
 
-// sepOperand is a matrix-product operand that is one load, 0 outside its
-// buffer, whose indices and conditions are all affine in the loop
-// variables. Each affine form then splits into a part of the batch and
-// row (or column) variables, fixed for a work-item's staged slot over the
-// whole reduction, and a part of the reduction variables, shared by the
-// slots that read the same reduction index. The kernel computes the first
-// part once, before the reduction loop, and the second once per panel,
-// instead of decoding every loop variable of every element it stages (the
-// im2col view of a convolution).
+// sepOperand is a matrix-product operand that is a kir.AffineLoad: its
+// offset and guards split into a part of the batch and row (or column)
+// variables, fixed for a work-item's staged slot over the whole reduction,
+// and a part of the reduction variables, shared by the slots that read the
+// same reduction index. The kernel computes the first part once, before
+// the reduction loop, and the second once per panel, instead of decoding
+// every loop variable of every element it stages (the im2col view of a
+// convolution).
 type sepOperand struct {
-	buf    int
-	vars   []kir.Range
-	names  []string
-	off    affine
-	guards []sepGuard
-	outer  [][]int // the batch and row (or column) groups
-	red    []int
+	*kir.AffineLoad
+	vars  []kir.Range
+	names []string
+	outer [][]int // the batch and row (or column) groups
+	red   []int
 }
 
 // affine is c·vars + konst.
@@ -32,85 +29,35 @@ type affine struct {
 	konst int
 }
 
-// sepGuard requires 0 ≤ x < bound.
-type sepGuard struct {
-	x     affine
-	bound int
-}
-
-// separate returns e as a sepOperand, or nil when it is not one: e must
-// be a load that is 0 outside its buffer (a Skip load, a Fill load of 0,
-// or one the loop ranges keep in range), with affine indices, and every
-// condition of the operand affine.
-func separate(p *kir.Program, k *kir.Kernel, e *kir.Expr, conds []kir.Cond, batch, rows, red []int) *sepOperand {
-	if e.Op != kir.Load || e.Buf < 0 || e.Buf >= len(p.Buffers) {
-		return nil
-	}
-	b := p.Buffers[e.Buf]
-	if len(e.Index) != len(b.Shape) {
-		return nil
-	}
-	vars := k.VarRanges()
-	nv := len(vars)
-	inGroup := make([]bool, nv)
-	for _, g := range [][]int{batch, rows, red} {
-		for _, v := range g {
-			inGroup[v] = true
-		}
-	}
-	form := func(x *kir.Ix) (affine, bool) {
-		coef, konst, ok := kir.LinearForm(kir.Simplify(x, vars), nv)
-		if !ok {
-			return affine{}, false
-		}
-		for v, c := range coef {
-			if c != 0 && !inGroup[v] {
-				return affine{}, false
-			}
-		}
-		return affine{coef, konst}, true
-	}
-	s := &sepOperand{buf: e.Buf, vars: vars, names: varNames(k), outer: [][]int{batch, rows}, red: red}
-	guarded := false
-	for d, x := range e.Index {
-		if lo, hi, ok := kir.Bounds(x, vars); ok && lo >= 0 && hi < b.Shape[d] {
-			continue
-		}
-		a, ok := form(x)
-		if !ok {
-			return nil
-		}
-		s.guards = append(s.guards, sepGuard{a, b.Shape[d]})
-		guarded = true
-	}
-	if guarded && e.OOB == kir.Fill && e.Value != 0 {
-		return nil
-	}
-	for _, c := range conds {
-		if lo, hi, ok := kir.Bounds(c.X, vars); ok && lo >= 0 && hi < c.Bound {
-			continue
-		}
-		a, ok := form(c.X)
-		if !ok {
-			return nil
-		}
-		s.guards = append(s.guards, sepGuard{a, c.Bound})
-	}
-	off, ok := form(kir.Offset(e.Index, b.Shape, vars))
-	if !ok {
-		return nil
-	}
-	s.off = off
-	return s
-}
-
 // separable returns the operand e of kernel k as a sepOperand when it is
-// one and is not already one linear formula of the matrix indices.
+// an affine load reading no loop outside its groups, and not already one
+// linear formula of the matrix indices.
 func (r *renderer) separable(k *kir.Kernel, e *kir.Expr, conds []kir.Cond, batch, rows, red []int) *sepOperand {
 	if _, _, ok := linearOperand(r.p, k, e, conds, [][]int{batch, rows, red}); ok {
 		return nil
 	}
-	return separate(r.p, k, e, conds, batch, rows, red)
+	a, ok := kir.AffineLoadOf(r.p, k, e, conds)
+	if !ok {
+		return nil
+	}
+	in := map[int]bool{}
+	for _, g := range [][]int{batch, rows, red} {
+		for _, v := range g {
+			in[v] = true
+		}
+	}
+	forms := [][]int{a.Coef}
+	for _, g := range a.Guards {
+		forms = append(forms, g.Coef)
+	}
+	for _, coef := range forms {
+		for v, c := range coef {
+			if c != 0 && !in[v] {
+				return nil
+			}
+		}
+	}
+	return &sepOperand{AffineLoad: a, vars: k.VarRanges(), names: varNames(k), outer: [][]int{batch, rows}, red: red}
 }
 
 // sum renders the part of a over the variables vs (plus konst when
@@ -163,7 +110,7 @@ func (s *sepOperand) reduction(w *writer, name, kk string) {
 func (s *sepOperand) parts(w *writer, name string, idx [][2]string, groups [][]int, withConst bool) {
 	names := s.names
 	decl := []string{name + "_o"}
-	for j := range s.guards {
+	for j := range s.Guards {
 		decl = append(decl, fmt.Sprintf("%s_g%d", name, j))
 	}
 	w.line("int %s;", strings.Join(decl, ", "))
@@ -174,23 +121,23 @@ func (s *sepOperand) parts(w *writer, name string, idx [][2]string, groups [][]i
 		decodeVars(w, "int", idx[j][0], g, s.vars, names, false)
 		all = append(all, g...)
 	}
-	w.line("%s_o = %s;", name, s.off.sum(all, names, withConst))
-	for j, g := range s.guards {
-		w.line("%s_g%d = %s;", name, j, g.x.sum(all, names, withConst))
+	w.line("%s_o = %s;", name, affine{s.Coef, s.Konst}.sum(all, names, withConst))
+	for j, g := range s.Guards {
+		w.line("%s_g%d = %s;", name, j, affine{g.Coef, g.Konst}.sum(all, names, withConst))
 	}
 	w.close("}")
 }
 
 // value renders the operand at the slot outer and the reduction parts red.
 func (s *sepOperand) value(outer, red string, zero string) string {
-	v := fmt.Sprintf("%s[%s_o + %s_o]", bufName(s.buf), outer, red)
-	if len(s.guards) == 0 {
+	v := fmt.Sprintf("%s[%s_o + %s_o]", bufName(s.Buf), outer, red)
+	if len(s.Guards) == 0 {
 		return v
 	}
 	var cs []string
-	for j, g := range s.guards {
+	for j, g := range s.Guards {
 		x := fmt.Sprintf("%s_g%d + %s_g%d", outer, j, red, j)
-		cs = append(cs, fmt.Sprintf("%s >= 0 && %s < %d", x, x, g.bound))
+		cs = append(cs, fmt.Sprintf("%s >= 0 && %s < %d", x, x, g.Bound))
 	}
 	return fmt.Sprintf("((%s) ? %s : %s)", strings.Join(cs, " && "), v, zero)
 }
