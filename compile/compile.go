@@ -30,6 +30,14 @@ type Target struct {
 	// target runs a product of few outputs over a long sum as a
 	// reduction instead (see gemmWorth).
 	SplitK bool
+	// SplitGroups says that the backend's tiled matrix products address
+	// every operand and output element through its loop variables, so
+	// that the rows (or columns) of a product need not be one run of the
+	// output (OpenCL, Vulkan): a channels-first convolution is then one
+	// product over all its images instead of one per image, whose few
+	// spatial columns would fill a fraction of each tile (see
+	// kir.GEMMGroups).
+	SplitGroups bool
 }
 
 func (t Target) validate() error {

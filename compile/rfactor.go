@@ -103,7 +103,7 @@ func rfactor(prog *kir.Program, i int, t Target) []string {
 	if prog.LoopOf(i) >= 0 {
 		return nil
 	}
-	view, regular, _ := gemmView(prog, k)
+	view, regular, _ := gemmView(prog, k, t)
 	if view == nil {
 		return nil
 	}

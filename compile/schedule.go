@@ -95,7 +95,7 @@ func scheduleKernel(prog *kir.Program, k *kir.Kernel, t Target) string {
 	work := outPts * max(redPts, 1)
 	s := kir.Schedule{Strategy: "loops", Workers: t.Workers, Vector: 1, Unroll: 1}
 	var why []string
-	view, regular, reason := gemmView(prog, k)
+	view, regular, reason := gemmView(prog, k, t)
 	gemm := false
 	if view == nil {
 		reason = "not a matrix product (" + reason + ")"
@@ -249,7 +249,7 @@ func mentions(x *kir.Ix, v int) bool {
 // where it fails (kir.GEMMView.Complete). A backend may then load 0 for the
 // operand there. regular reports whether both operands are plain loads,
 // in range, without conditions and with affine offsets.
-func gemmView(prog *kir.Program, k *kir.Kernel) (view *kir.GEMMView, regular bool, why string) {
+func gemmView(prog *kir.Program, k *kir.Kernel, t Target) (view *kir.GEMMView, regular bool, why string) {
 	b := k.Body
 	switch {
 	case len(k.Reduce) == 0:
@@ -275,7 +275,7 @@ func gemmView(prog *kir.Program, k *kir.Kernel) (view *kir.GEMMView, regular boo
 			return nil, false, fmt.Sprintf("reduction loop %s is read by one operand only", k.Reduce[j].Name)
 		}
 	}
-	view, why = kir.GEMMGroups(k, b.Args[0], b.Args[1], func(f, v int) bool { return reads[f][v] })
+	view, why = kir.GEMMGroups(k, b.Args[0], b.Args[1], func(f, v int) bool { return reads[f][v] }, !t.SplitGroups)
 	if view == nil {
 		return nil, false, why
 	}

@@ -11,15 +11,19 @@ import "fmt"
 // loop is a K loop. The factor whose group's first loop comes first is A,
 // its group M. Within each group the variables are in loop order.
 //
-// Each of M and N is one run of loops in the output: a factor's own loops
-// before the innermost run of them are batch loops read by that factor
-// only (see contiguous).
+// When runs is set, each of M and N is one run of loops in the output: a
+// factor's own loops before the innermost run of them are batch loops read
+// by that factor only (see contiguous), for backends whose products address
+// each group by one stride. Otherwise a group may span loops the other
+// group's interleave (a channels-first convolution's M is its image and
+// spatial loops around the channel loop), for backends that address every
+// element through its loop variables.
 // Batch loops may still interleave with the groups: attention's products write
 // [batch, rows, heads, cols], the heads being a batch loop between the M
 // and N loops. A backend lays the product out by the output's strides.
 // GEMMGroups returns nil and the reason when an output loop is read by
 // neither factor.
-func GEMMGroups(k *Kernel, a, b *Expr, reads func(f, v int) bool) (*GEMMView, string) {
+func GEMMGroups(k *Kernel, a, b *Expr, reads func(f, v int) bool, runs bool) (*GEMMView, string) {
 	const (
 		batch = iota
 		only0
@@ -43,8 +47,10 @@ func GEMMGroups(k *Kernel, a, b *Expr, reads func(f, v int) bool) (*GEMMView, st
 			return nil, fmt.Sprintf("output loop x%d is read by neither operand", v)
 		}
 	}
-	contiguous(k.Shape, labels, only0)
-	contiguous(k.Shape, labels, only1)
+	if runs {
+		contiguous(k.Shape, labels, only0)
+		contiguous(k.Shape, labels, only1)
+	}
 	for v := range r {
 		if first < 0 && labels[v] != batch {
 			first = labels[v] - only0

@@ -26,7 +26,7 @@ func productProgram(t *testing.T, fill float64, where ...Cond) (*Program, string
 	reads := [2]map[int]bool{{}, {}}
 	ExprVars(k.Body.Args[0], reads[0])
 	ExprVars(k.Body.Args[1], reads[1])
-	view, why := GEMMGroups(k, k.Body.Args[0], k.Body.Args[1], func(f, x int) bool { return reads[f][x] })
+	view, why := GEMMGroups(k, k.Body.Args[0], k.Body.Args[1], func(f, x int) bool { return reads[f][x] }, true)
 	if view == nil {
 		t.Fatal(why)
 	}
@@ -98,6 +98,7 @@ func TestGEMMGroups(t *testing.T) {
 		batch   []int
 		m, n    []int
 		swapped bool // B is the first factor
+		split   bool // groups may split: runs false
 	}{
 		{name: "plain product [i, j]", shape: []int{8, 6}, reduce: 1,
 			a: []int{0, 2}, b: []int{2, 1}, m: []int{0}, n: []int{1}},
@@ -111,6 +112,14 @@ func TestGEMMGroups(t *testing.T) {
 			a: []int{0, 1, 2, 4}, b: []int{0, 2, 3, 4}, batch: []int{0, 2}, m: []int{1}, n: []int{3}},
 		{name: "two splits [p, q, p, q, p]", shape: []int{2, 3, 4, 5, 6}, reduce: 1,
 			a: []int{0, 2, 4, 5}, b: []int{1, 3, 5}, batch: []int{0, 1, 2}, m: []int{3}, n: []int{4}, swapped: true},
+		{name: "channels-first convolution, split groups", shape: []int{4, 16, 5, 5}, reduce: 3, split: true,
+			a: []int{0, 2, 3, 4, 5, 6}, b: []int{1, 4, 5, 6}, m: []int{0, 2, 3}, n: []int{1}},
+		{name: "channels-first at batch 1, split groups", shape: []int{1, 16, 5, 5}, reduce: 3, split: true,
+			a: []int{0, 2, 3, 4, 5, 6}, b: []int{1, 4, 5, 6}, batch: []int{0}, m: []int{1}, n: []int{2, 3}, swapped: true},
+		{name: "two splits, split groups", shape: []int{2, 3, 4, 5, 6}, reduce: 1, split: true,
+			a: []int{0, 2, 4, 5}, b: []int{1, 3, 5}, m: []int{0, 2, 4}, n: []int{1, 3}},
+		{name: "attention, split groups", shape: []int{2, 8, 4, 16}, reduce: 1, split: true,
+			a: []int{0, 1, 2, 4}, b: []int{0, 2, 3, 4}, batch: []int{0, 2}, m: []int{1}, n: []int{3}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,7 +129,7 @@ func TestGEMMGroups(t *testing.T) {
 			}
 			a, b := &Expr{Op: Load}, &Expr{Op: Load}
 			reads := func(f, v int) bool { return slices.Contains([][]int{c.a, c.b}[f], v) }
-			v, why := GEMMGroups(k, a, b, reads)
+			v, why := GEMMGroups(k, a, b, reads, !c.split)
 			if v == nil {
 				t.Fatalf("no view: %s", why)
 			}

@@ -243,6 +243,7 @@ func (d *Device) Target() compile.Target {
 		LocalMemBytes: int(d.info.LocalMemSize),
 		VectorWidth:   max(d.info.PreferredVectorWidthFloat, 1),
 		SplitK:        true,
+		SplitGroups:   true,
 	}
 }
 

@@ -136,13 +136,17 @@ func rnnSection(lb *loopBuilder, T, B, U int, reverse bool, sfx string) rnnKerne
 // scheduleGEMM marks a sum of a product of two loads as a matrix product,
 // with the loop groups kir.GEMMGroups gives for the variables each load
 // reads, as the compiler's schedule does for such kernels.
-func scheduleGEMM(t *testing.T, k *kir.Kernel) {
+func scheduleGEMM(t *testing.T, k *kir.Kernel) { t.Helper(); scheduleGEMMGroups(t, k, true) }
+
+// scheduleGEMMGroups is scheduleGEMM with the groups as kir.GEMMGroups
+// sorts them given runs.
+func scheduleGEMMGroups(t *testing.T, k *kir.Kernel, runs bool) {
 	t.Helper()
 	a, b := k.Body.Args[0], k.Body.Args[1]
 	reads := [2]map[int]bool{{}, {}}
 	kir.ExprVars(a, reads[0])
 	kir.ExprVars(b, reads[1])
-	view, why := kir.GEMMGroups(k, a, b, func(f, x int) bool { return reads[f][x] })
+	view, why := kir.GEMMGroups(k, a, b, func(f, x int) bool { return reads[f][x] }, runs)
 	if view == nil || view.DotProducts(k) {
 		t.Fatalf("kernel %s is not a matrix product: %s", k.Name, why)
 	}

@@ -12,10 +12,15 @@ import (
 // padding 1, [2, 3, 17, 17] ⊛ [4, 3, 3, 3] → [2, 4, 9, 9], whose image
 // operand reads (2·oy + ky − 1, 2·ox + kx − 1) under two guards, and a
 // Where condition on the kernel operand (ky + kx < 4) that the schedule
-// gives that operand.
-func stridedConvProgram(t *testing.T) *kir.Program {
+// gives that operand. The image loop is a batch loop, or with split groups
+// one of the rows' loops with the spatial ones around the channel loop.
+func stridedConvProgram(t *testing.T, split bool) *kir.Program {
 	f := tile.Float32
-	lb := newLoopBuilder("strided")
+	name := "strided"
+	if split {
+		name = "strided_split"
+	}
+	lb := newLoopBuilder(name)
 	in := lb.buf("in", kir.Input, tile.Shape{2, 3, 17, 17}, nil)
 	w := lb.buf("w", kir.Input, tile.Shape{4, 3, 3, 3}, nil)
 	y := lb.buf("y", kir.Output, tile.Shape{2, 4, 9, 9}, nil)
@@ -25,7 +30,10 @@ func stridedConvProgram(t *testing.T) *kir.Program {
 		[]kir.Loop{{Name: "ci", Lo: 0, Hi: 2}, {Name: "ky", Lo: 0, Hi: 2}, {Name: "kx", Lo: 0, Hi: 2}}, tile.Sum,
 		fn(tile.Mul, f, load(w, f, kir.Skip, 0, v(1), v(4), v(5), v(6)), load(in, f, kir.Skip, 0, v(0), v(4), at(2, 5), at(3, 6))))
 	k.Where = []kir.Cond{{X: add(v(5), v(6)), Bound: 4}}
-	scheduleGEMM(t, k)
+	scheduleGEMMGroups(t, k, !split)
+	if g := k.Schedule.GEMM; split != (len(g.Batch) == 0) {
+		t.Fatalf("split groups %v: batch loops %v", split, g.Batch)
+	}
 	if why := k.Schedule.GEMM.Complete(lb.p, k); why != "" {
 		t.Fatal(why)
 	}
@@ -41,7 +49,9 @@ func stridedConvProgram(t *testing.T) *kir.Program {
 // inputs are normal values, so a guard that admits a point it should not,
 // or an offset part that is off by one, changes the sums.
 func TestSeparableOperands(t *testing.T) {
-	for _, mk := range []func(*testing.T) *kir.Program{convProgram, stridedConvProgram} {
+	for _, mk := range []func(*testing.T) *kir.Program{convProgram,
+		func(t *testing.T) *kir.Program { return stridedConvProgram(t, false) },
+		func(t *testing.T) *kir.Program { return stridedConvProgram(t, true) }} {
 		p := mk(t)
 		src, err := render(p, traits{Name: "gpu", GPU: true, ComputeUnits: 132, MaxWorkGroup: 1024, LocalMemBytes: 48 << 10})
 		if err != nil {

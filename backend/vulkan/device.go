@@ -362,7 +362,7 @@ func (d *Device) SPIRVTarget() spirv.Target { return d.target }
 // Target returns the compiler target.
 func (d *Device) Target() compile.Target {
 	return compile.Target{Backend: "vulkan", ComputeUnits: 1, MaxWorkGroup: d.target.MaxWorkGroupSize,
-		LocalMemBytes: int(d.cand.Device.Limits.MaxComputeSharedMemorySize), VectorWidth: 1}
+		LocalMemBytes: int(d.cand.Device.Limits.MaxComputeSharedMemorySize), VectorWidth: 1, SplitGroups: true}
 }
 
 // Compile implements backend.Device: the graph is compiled for the device's
