@@ -108,6 +108,9 @@
 //	70  internal error: a bug in tartan; the message and the stack trace go
 //	    to stderr
 //
+// With TARTAN_CPUPROFILE=FILE in the environment, any command writes a Go
+// CPU profile of its host work to FILE (read it with go tool pprof).
+//
 // A fatal error of the Go runtime itself (such as running out of memory)
 // cannot be caught and exits with 2 after printing "fatal error:"; like 70
 // it is always a bug or an exhausted machine, never a usage error.
@@ -120,6 +123,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/tartanml/tartan/device"
 )
@@ -135,6 +139,20 @@ const (
 )
 
 func main() {
+	if path := os.Getenv("TARTAN_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tartan: TARTAN_CPUPROFILE: %v\n", err)
+			os.Exit(exitUsage)
+		}
+		code := run(os.Args[1:], os.Stdout, os.Stderr)
+		pprof.StopCPUProfile()
+		f.Close()
+		os.Exit(code)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
