@@ -21,7 +21,8 @@
 // AVX-512 kernels write only the columns whose bit is set in mask (bit j for column j);
 // AVX2 kernels ignore mask and write all nr columns.
 //
-// transpose16x16AVX512 transposes 16×16 blocks for packing a transposed B.
+// transpose16x16AVX512 transposes 16×16 blocks for packing a transposed B, and
+// copyRowsAVX512 copies strided rows for packing operands outside the package.
 package main
 
 import (
@@ -293,6 +294,54 @@ func (g *gen) transpose() {
 	g.p("\tRET")
 }
 
+// copyRows emits copyRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int,
+// mask uint32, rows int): for each row j < rows, the n/16·16 + popcount(mask) float32s
+// at src + j·lds go to dst + j·ldd, whole vectors of 16 and then the lanes of mask. It
+// packs the rows of operands (im2col) without a call per row.
+func (g *gen) copyRows() {
+	const name = "copyRowsAVX512"
+	g.p("")
+	g.p("// func %s(dst *float32, ldd int, src *float32, lds int, n int, mask uint32, rows int)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	g.p("\tMOVQ dst+0(FP), DI")
+	g.p("\tMOVQ ldd+8(FP), R8")
+	g.p("\tSHLQ $2, R8")
+	g.p("\tMOVQ src+16(FP), SI")
+	g.p("\tMOVQ lds+24(FP), R9")
+	g.p("\tSHLQ $2, R9")
+	g.p("\tMOVQ n+32(FP), DX")
+	g.p("\tSHRQ $4, DX")
+	g.p("\tMOVL mask+40(FP), AX")
+	g.p("\tKMOVW AX, K1")
+	g.p("\tMOVQ rows+48(FP), CX")
+	g.p("\tTESTQ CX, CX")
+	g.p("\tJEQ %s_done", name)
+	g.p("%s_row:", name)
+	g.p("\tMOVQ SI, R10")
+	g.p("\tMOVQ DI, R11")
+	g.p("\tMOVQ DX, R12")
+	g.p("\tTESTQ R12, R12")
+	g.p("\tJEQ %s_tail", name)
+	g.p("%s_vec:", name)
+	g.p("\tVMOVUPS (R10), Z0")
+	g.p("\tVMOVUPS Z0, (R11)")
+	g.p("\tADDQ $64, R10")
+	g.p("\tADDQ $64, R11")
+	g.p("\tDECQ R12")
+	g.p("\tJNE %s_vec", name)
+	g.p("%s_tail:", name)
+	// Masked-off lanes are neither read (faults are suppressed) nor written.
+	g.p("\tVMOVUPS.Z (R10), K1, Z0")
+	g.p("\tVMOVUPS Z0, K1, (R11)")
+	g.p("\tADDQ R9, SI")
+	g.p("\tADDQ R8, DI")
+	g.p("\tDECQ CX")
+	g.p("\tJNE %s_row", name)
+	g.p("%s_done:", name)
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+}
+
 // family is a set of kernels of one instruction set, one per row count 1..mr.
 type family struct {
 	x      isa
@@ -316,6 +365,7 @@ func main() {
 		}
 	}
 	g.transpose()
+	g.copyRows()
 	if err := os.WriteFile("kernel_amd64.s", g.buf.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -356,6 +406,9 @@ func main() {
 	d.p("")
 	d.p("//go:noescape")
 	d.p("func transpose16x16AVX512(src *float32, lds int, dst *float32, ldd int, blocks int)")
+	d.p("")
+	d.p("//go:noescape")
+	d.p("func copyRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int, mask uint32, rows int)")
 	if err := os.WriteFile("kernel_amd64_decl.go", d.buf.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}

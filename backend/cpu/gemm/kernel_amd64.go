@@ -72,3 +72,13 @@ func transpose16AVX512(src []float32, lds int, dst []float32, ldd int, blocks in
 	_ = dst[(16*blocks-1)*ldd+15]
 	transpose16x16AVX512(&src[0], lds, &dst[0], ldd, blocks)
 }
+
+// copyRowsArch is CopyRows in assembly where AVX-512 is available, reporting false
+// otherwise. The caller has checked the extents.
+func copyRowsArch(dst []float32, ldd int, src []float32, lds, n, rows int) bool {
+	if !cpu.X86.HasAVX512F {
+		return false
+	}
+	copyRowsAVX512(&dst[0], ldd, &src[0], lds, n, uint32(1)<<(n%16)-1, rows)
+	return true
+}

@@ -19090,3 +19090,42 @@ transpose16x16AVX512_loop:
 transpose16x16AVX512_done:
 	VZEROUPPER
 	RET
+
+// func copyRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int, mask uint32, rows int)
+TEXT ·copyRowsAVX512(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	SHLQ $2, R9
+	MOVQ n+32(FP), DX
+	SHRQ $4, DX
+	MOVL mask+40(FP), AX
+	KMOVW AX, K1
+	MOVQ rows+48(FP), CX
+	TESTQ CX, CX
+	JEQ copyRowsAVX512_done
+copyRowsAVX512_row:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ DX, R12
+	TESTQ R12, R12
+	JEQ copyRowsAVX512_tail
+copyRowsAVX512_vec:
+	VMOVUPS (R10), Z0
+	VMOVUPS Z0, (R11)
+	ADDQ $64, R10
+	ADDQ $64, R11
+	DECQ R12
+	JNE copyRowsAVX512_vec
+copyRowsAVX512_tail:
+	VMOVUPS.Z (R10), K1, Z0
+	VMOVUPS Z0, K1, (R11)
+	ADDQ R9, SI
+	ADDQ R8, DI
+	DECQ CX
+	JNE copyRowsAVX512_row
+copyRowsAVX512_done:
+	VZEROUPPER
+	RET

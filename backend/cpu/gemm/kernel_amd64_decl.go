@@ -343,3 +343,6 @@ func kernel1x16AVX2R(k int, a *float32, as int, b *float32, bs int, c *float32, 
 
 //go:noescape
 func transpose16x16AVX512(src *float32, lds int, dst *float32, ldd int, blocks int)
+
+//go:noescape
+func copyRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int, mask uint32, rows int)

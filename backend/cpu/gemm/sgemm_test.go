@@ -495,3 +495,33 @@ func TestNoAllocations(t *testing.T) {
 		t.Errorf("SgemmParallel allocates %v times per call", allocs)
 	}
 }
+
+// TestCopyRows checks CopyRows against copying element by element, for row lengths
+// around the vector width and strides wider than the rows: every copied value arrives,
+// and no value between or after the rows of dst changes.
+func TestCopyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{1, 3, 15, 16, 17, 31, 32, 33, 48, 70} {
+		for _, rows := range []int{1, 2, 7} {
+			lds, ldd := n+rng.IntN(5), n+1+rng.IntN(5)
+			src := make([]float32, (rows-1)*lds+n)
+			for i := range src {
+				src[i] = rng.Float32()
+			}
+			dst := make([]float32, (rows-1)*ldd+n+16)
+			for i := range dst {
+				dst[i] = -1
+			}
+			want := slices.Clone(dst)
+			for j := range rows {
+				for i := range n {
+					want[j*ldd+i] = src[j*lds+i]
+				}
+			}
+			CopyRows(dst, ldd, src, lds, n, rows)
+			if !slices.Equal(dst, want) {
+				t.Errorf("n=%d rows=%d lds=%d ldd=%d: got %v, want %v", n, rows, lds, ldd, dst, want)
+			}
+		}
+	}
+}
