@@ -19225,8 +19225,11 @@ copyRowsAVX512_vec:
 	DECQ R12
 	JNE copyRowsAVX512_vec
 copyRowsAVX512_tail:
+	TESTL AX, AX
+	JEQ copyRowsAVX512_next
 	VMOVUPS.Z (R10), K1, Z0
 	VMOVUPS Z0, K1, (R11)
+copyRowsAVX512_next:
 	ADDQ R9, SI
 	ADDQ R8, DI
 	DECQ CX
