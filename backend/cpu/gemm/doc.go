@@ -4,7 +4,8 @@
 // Entry points: Sgemm (the calling goroutine only) and SgemmParallel compute
 // C = alpha·op(A)·op(B) + beta·C on row-major matrices with leading dimensions; Validate
 // checks their arguments without panicking; KernelName names the micro-kernel in use;
-// GFLOPS converts a timing into a rate. All are safe for concurrent use.
+// GFLOPS converts a timing into a rate; CopyRows copies strided rows in vectors, for callers
+// that pack operands themselves (im2col). All are safe for concurrent use.
 //
 // A call runs in three phases:
 //
