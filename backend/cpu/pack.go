@@ -3,6 +3,8 @@ package cpu
 import (
 	"slices"
 
+	"github.com/tartanml/tartan/backend/cpu/gemm"
+
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
@@ -596,6 +598,10 @@ func blockRun(dst, src []float32, at, ld, n, lo, hi, L, off, step int) {
 		clear(dst[at+j*ld : at+j*ld+n])
 	}
 	off += lo * step
+	if hi > lo && step >= 0 {
+		gemm.CopyRows(dst[at+lo*ld:], ld, src[off:], step, n, hi-lo)
+		j = hi
+	}
 	for ; j < hi; j++ {
 		copy(dst[at+j*ld:at+j*ld+n], src[off:off+n])
 		off += step

@@ -49,7 +49,7 @@ type workspace struct {
 
 // maxMR and maxNR bound the tile of every kernel, sizing the shared buffers.
 const (
-	maxMR = 16
+	maxMR = 18
 	maxNR = 32
 )
 
@@ -69,8 +69,12 @@ func balance(n, limit, unit int) int {
 	return (size + unit - 1) / unit * unit
 }
 
-// run computes rows [i0, i1) and columns [j0, j1) of C with kernel family kn.
+// run computes rows [i0, i1) and columns [j0, j1) of C with kernel family kn, or with its
+// narrow family when the rectangle is that narrow.
 func (w *workspace) run(kn *kernel, op *operands, i0, i1, j0, j1 int) {
+	if kn.narrow != nil && j1-j0 <= kn.narrow.nr {
+		kn = kn.narrow
+	}
 	mr, nr := kn.mr, kn.nr
 	kc := balance(op.k, kcMax, 1)
 	nc := balance(j1-j0, ncMax, nr)
@@ -94,16 +98,23 @@ func (w *workspace) run(kn *kernel, op *operands, i0, i1, j0, j1 int) {
 			}
 			for ir := i0; ir < i1; ir += mr {
 				rows := min(mr, i1-ir)
-				// A sliver is read where it lies by the kernel of its row count; without
-				// one, it is packed and padded with zero rows to a full sliver.
-				var kern microKernel
+				// A sliver is read where it lies by the kernel of its row count (and a
+				// last sliver of few columns by the narrow family's); without one, it is
+				// packed and padded with zero rows to a full sliver.
+				var kern, narrow microKernel
 				var aS []float32
 				as, kr := op.lda, rows
 				switch {
 				case op.transA && kn.colMajorA[rows] != nil:
 					kern, aS = kn.colMajorA[rows], op.a[pc*op.lda+ir:]
+					if kn.narrow != nil {
+						narrow = kn.narrow.colMajorA[rows]
+					}
 				case !op.transA && kn.rowMajorA[rows] != nil:
 					kern, aS = kn.rowMajorA[rows], op.a[ir*op.lda+pc:]
+					if kn.narrow != nil {
+						narrow = kn.narrow.rowMajorA[rows]
+					}
 				default:
 					packA(w.a, op.a, op.lda, op.transA, ir, pc, rows, kcur, mr)
 					kern, aS, as, kr = kn.colMajorA[mr], w.a[:mr*kcur], mr, mr
@@ -118,12 +129,15 @@ func (w *workspace) run(kn *kernel, op *operands, i0, i1, j0, j1 int) {
 						bS = w.b[:nr*kcur]
 					}
 					ci := ir*ldc + jc + jr
-					if kr == rows && (cols == nr || kn.masked) {
+					switch {
+					case narrow != nil && cols <= kn.narrow.nr:
+						narrow(kcur, aS, as, bS, bs, c[ci:], ldc, cols, op.alpha, beta)
+					case kr == rows && (cols == nr || kn.masked):
 						kern(kcur, aS, as, bS, bs, c[ci:], ldc, cols, op.alpha, beta)
-						continue
+					default:
+						kern(kcur, aS, as, bS, bs, w.tile, nr, nr, 1, 0)
+						mergeTile(c[ci:], ldc, w.tile, nr, rows, cols, op.alpha, beta)
 					}
-					kern(kcur, aS, as, bS, bs, w.tile, nr, nr, 1, 0)
-					mergeTile(c[ci:], ldc, w.tile, nr, rows, cols, op.alpha, beta)
 				}
 			}
 		}

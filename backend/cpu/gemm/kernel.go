@@ -28,6 +28,27 @@ type kernel struct {
 	// the block whose row i starts at src[i*lds+16q] goes to dst with its row j at
 	// dst[(16q+j)*ldd]. It speeds up packing a transposed B.
 	transpose16 func(src []float32, lds int, dst []float32, ldd int, blocks int)
+	// narrow, when not nil, is a family of at most half the tile width, with a kernel
+	// for every row count up to mr and masked columns, that computes the columns of a
+	// sliver with at most narrow.nr columns at no wasted lanes: a whole rectangle that
+	// narrow (the products of a layer with 16 channels), or the last sliver of a wider
+	// one. Every family computes each element of C by the same sequence of operations
+	// (fused multiply-adds in order of k, then the alpha and beta scaling), so which one
+	// computes a tile does not change the result.
+	narrow *kernel
+}
+
+// padCols is the number of columns the family's kernels compute for n columns: whole
+// tiles, the last one narrow when it fits the narrow family.
+func (kn *kernel) padCols(n int) int {
+	full := n / kn.nr * kn.nr
+	switch rest := n - full; {
+	case rest == 0:
+		return full
+	case kn.narrow != nil && rest <= kn.narrow.nr:
+		return full + kn.narrow.nr
+	}
+	return full + kn.nr
 }
 
 // kernels lists the micro-kernel families usable on this machine, fastest first. Its first
@@ -41,7 +62,7 @@ func init() {
 	kernels = append(archKernels(), goKernel)
 	for _, kn := range kernels {
 		// The pooled buffers are sized for tiles of at most maxMR×maxNR.
-		if kn.mr > maxMR || kn.nr > maxNR || kn.colMajorA[kn.mr] == nil || kn.rowMajorA[kn.mr] == nil {
+		if kn.mr > maxMR || kn.nr > maxNR || kn.narrow != nil && (!kn.narrow.masked || kn.narrow.nr > kn.nr/2 || kn.narrow.mr < kn.mr) || kn.colMajorA[kn.mr] == nil || kn.rowMajorA[kn.mr] == nil {
 			panic("gemm: malformed kernel family " + kn.name)
 		}
 	}

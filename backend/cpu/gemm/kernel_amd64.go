@@ -12,11 +12,19 @@ import "golang.org/x/sys/cpu"
 func archKernels() []*kernel {
 	var ks []*kernel
 	if cpu.X86.HasAVX512F {
+		// The 16-column family serves rectangles and slivers of at most 16 columns for
+		// the 32-column one; it is listed too, so that tests run it on every shape.
+		narrow := &kernel{name: "avx512-18x16", mr: 18, nr: 16, masked: true,
+			colMajorA:   wrapAsm(16, false, kernels18x16AVX512[:]),
+			rowMajorA:   wrapAsm(16, true, kernels18x16AVX512R[:]),
+			transpose16: transpose16AVX512,
+		}
 		ks = append(ks, &kernel{name: "avx512-14x32", mr: 14, nr: 32, masked: true,
 			colMajorA:   wrapAsm(32, false, kernels14x32AVX512[:]),
 			rowMajorA:   wrapAsm(32, true, kernels14x32AVX512R[:]),
 			transpose16: transpose16AVX512,
-		})
+			narrow:      narrow,
+		}, narrow)
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		k := &kernel{name: "avx2-6x16", mr: 6, nr: 16,
@@ -63,4 +71,14 @@ func transpose16AVX512(src []float32, lds int, dst []float32, ldd int, blocks in
 	_ = src[15*lds+16*blocks-1]
 	_ = dst[(16*blocks-1)*ldd+15]
 	transpose16x16AVX512(&src[0], lds, &dst[0], ldd, blocks)
+}
+
+// copyRowsArch is CopyRows in assembly where AVX-512 is available, reporting false
+// otherwise. The caller has checked the extents.
+func copyRowsArch(dst []float32, ldd int, src []float32, lds, n, rows int) bool {
+	if !cpu.X86.HasAVX512F {
+		return false
+	}
+	copyRowsAVX512(&dst[0], ldd, &src[0], lds, n, uint32(1)<<(n%16)-1, rows)
+	return true
 }

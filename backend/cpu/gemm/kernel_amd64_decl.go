@@ -129,6 +129,160 @@ func kernel1x32AVX512(k int, a *float32, as int, b *float32, bs int, c *float32,
 //go:noescape
 func kernel1x32AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
 
+// kernels18x16AVX512 lists the AVX512 kernels of 16 columns that read A column-major, indexed by
+// row count (entry 0 is unused).
+var kernels18x16AVX512 = [...]asmKernel{nil,
+	kernel1x16AVX512,
+	kernel2x16AVX512,
+	kernel3x16AVX512,
+	kernel4x16AVX512,
+	kernel5x16AVX512,
+	kernel6x16AVX512,
+	kernel7x16AVX512,
+	kernel8x16AVX512,
+	kernel9x16AVX512,
+	kernel10x16AVX512,
+	kernel11x16AVX512,
+	kernel12x16AVX512,
+	kernel13x16AVX512,
+	kernel14x16AVX512,
+	kernel15x16AVX512,
+	kernel16x16AVX512,
+	kernel17x16AVX512,
+	kernel18x16AVX512,
+}
+
+// kernels18x16AVX512R lists the AVX512 kernels of 16 columns that read A row-major, indexed by
+// row count (entry 0 is unused).
+var kernels18x16AVX512R = [...]asmKernel{nil,
+	kernel1x16AVX512R,
+	kernel2x16AVX512R,
+	kernel3x16AVX512R,
+	kernel4x16AVX512R,
+	kernel5x16AVX512R,
+	kernel6x16AVX512R,
+	kernel7x16AVX512R,
+	kernel8x16AVX512R,
+	kernel9x16AVX512R,
+	kernel10x16AVX512R,
+	kernel11x16AVX512R,
+	kernel12x16AVX512R,
+	kernel13x16AVX512R,
+	kernel14x16AVX512R,
+	kernel15x16AVX512R,
+	kernel16x16AVX512R,
+	kernel17x16AVX512R,
+	kernel18x16AVX512R,
+}
+
+//go:noescape
+func kernel18x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel18x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel17x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel17x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel16x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel16x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel15x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel15x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel14x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel14x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel13x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel13x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel12x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel12x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel11x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel11x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel10x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel10x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel9x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel9x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel8x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel8x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel7x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel7x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel6x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel6x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel5x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel5x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel4x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel4x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel3x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel3x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel2x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel2x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel1x16AVX512(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
+//go:noescape
+func kernel1x16AVX512R(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, mask uint32, alpha, beta float32)
+
 // kernels6x16AVX2 lists the AVX2 kernels of 16 columns that read A column-major, indexed by
 // row count (entry 0 is unused).
 var kernels6x16AVX2 = [...]asmKernel{nil,
@@ -189,3 +343,6 @@ func kernel1x16AVX2R(k int, a *float32, as int, b *float32, bs int, c *float32, 
 
 //go:noescape
 func transpose16x16AVX512(src *float32, lds int, dst *float32, ldd int, blocks int)
+
+//go:noescape
+func copyRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int, mask uint32, rows int)

@@ -85,3 +85,24 @@ func packB(dst, b []float32, ldb int, trans bool, p0, j0, kc, nc, nr int, tr fun
 		}
 	}
 }
+
+// CopyRows copies rows rows of n values, row j from src[j*lds:] to dst[j*ldd:], in
+// vectors where the processor allows: the packing of operands into matrices (im2col),
+// which would otherwise make a call to copy for every short row. The strides must not
+// be negative, and the rows must not overlap across dst and src.
+func CopyRows(dst []float32, ldd int, src []float32, lds, n, rows int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	if ldd < 0 || lds < 0 {
+		panic("gemm: CopyRows with a negative stride")
+	}
+	_ = dst[(rows-1)*ldd+n-1]
+	_ = src[(rows-1)*lds+n-1]
+	if copyRowsArch(dst, ldd, src, lds, n, rows) {
+		return
+	}
+	for j := range rows {
+		copy(dst[j*ldd:j*ldd+n], src[j*lds:j*lds+n])
+	}
+}

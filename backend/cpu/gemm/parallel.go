@@ -150,7 +150,7 @@ func parallel(kn *kernel, workers int, op *operands) {
 	}
 	flops := 2 * float64(op.m) * float64(op.n) * float64(op.k)
 	workers = min(workers, maxWorkers, max(1, int(flops/minFlopsPerWorker)))
-	wm, wn := grid(workers, op.m, op.n, op.k, kn.mr, kn.nr)
+	wm, wn := grid(workers, op.m, op.n, op.k, kn)
 	if wm*wn == 1 {
 		w := workspaces.get()
 		w.run(kn, op, 0, op.m, 0, op.n)
@@ -206,7 +206,8 @@ func split(n, unit, parts, idx int) (lo, hi int) {
 // with columns padded to whole tiles, plus the packing of its columns of B and the
 // reading of its rows of A, which blocks in the same column (or row) repeat; so skinny
 // shapes are split along their long side.
-func grid(workers, m, n, k, mr, nr int) (wm, wn int) {
+func grid(workers, m, n, k int, kn *kernel) (wm, wn int) {
+	mr, nr := kn.mr, kn.nr
 	best := -1.0
 	wm, wn = 1, 1
 	for pm := 1; pm <= workers; pm++ {
@@ -219,7 +220,7 @@ func grid(workers, m, n, k, mr, nr int) (wm, wn int) {
 			// Padded columns cost kernel time (rows have a kernel of every size); each
 			// block packs its own columns of B, at about the cost of a few multiply-adds
 			// per value, and streams its rows of A from memory once per column block.
-			padC := (cols + nr - 1) / nr * nr
+			padC := kn.padCols(cols)
 			colBlocks := (cols + ncMax - 1) / ncMax
 			cost := float64(k) * (float64(rows)*float64(padC) + 8*float64(cols) + float64(rows*colBlocks))
 			if best < 0 || cost < best-1e-9*best || (cost <= best && pm*pn < wm*wn) {

@@ -365,7 +365,7 @@ func TestSplitAndGrid(t *testing.T) {
 	for _, tc := range []struct{ m, n, k, wm, wn int }{
 		{12544, 64, 4, 2, 1}, {3136, 32, 256, 2, 1}, {64, 256, 1568, 1, 2}, {14, 4096, 64, 1, 2},
 	} {
-		if wm, wn := grid(2, tc.m, tc.n, tc.k, 14, 32); wm != tc.wm || wn != tc.wn {
+		if wm, wn := grid(2, tc.m, tc.n, tc.k, &kernel{mr: 14, nr: 32}); wm != tc.wm || wn != tc.wn {
 			t.Errorf("grid(2, %d×%d×%d) = %d×%d, want %d×%d", tc.m, tc.n, tc.k, wm, wn, tc.wm, tc.wn)
 		}
 	}
@@ -387,6 +387,46 @@ func TestWorkersDoNotChangeResult(t *testing.T) {
 					first = c.data
 				} else if !slices.Equal(first, c.data) {
 					t.Errorf("%s %dx%dx%d: %d workers give a different result from 1", kn.name, sh.m, sh.n, sh.k, workers)
+				}
+			}
+		}
+	}
+}
+
+// TestNarrowAgreesBitwise checks that a family with a narrow one computes the same bits
+// as the wide family alone and as the narrow family alone, so that the choice of the
+// narrow family for some rectangles or slivers, which depends on the split, cannot change
+// a result: on shapes whose column counts leave narrow and wide last slivers.
+func TestNarrowAgreesBitwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, kn := range kernels {
+		if kn.narrow == nil {
+			continue
+		}
+		wide := *kn
+		wide.name, wide.narrow = kn.name+"-alone", nil
+		narrowAgrees(t, rng, []*kernel{kn, &wide, kn.narrow})
+	}
+}
+
+func narrowAgrees(t *testing.T, rng *rand.Rand, families []*kernel) {
+	for _, sh := range []struct{ m, n, k int }{{61, 16, 300}, {150, 48, 33}, {40, 45, 520}, {33, 7, 64}} {
+		for _, transA := range []bool{false, true} {
+			ar, ac := sh.m, sh.k
+			if transA {
+				ar, ac = sh.k, sh.m
+			}
+			a, b, c0 := newMatrix(rng, ar, ac, 1), newMatrix(rng, sh.k, sh.n, 0), newMatrix(rng, sh.m, sh.n, 0)
+			var first []float32
+			for _, kn := range families {
+				for _, workers := range []int{1, 3} {
+					c := c0.clone()
+					gemm(kn, workers, transA, false, sh.m, sh.n, sh.k, 0.75, a.data, a.ld, b.data, b.ld, 1.25, c.data, c.ld)
+					if first == nil {
+						first = c.data
+					} else if !slices.Equal(first, c.data) {
+						t.Errorf("%s %dx%dx%d tA=%v on %d workers: not the bits of %s on 1", kn.name, sh.m, sh.n, sh.k, transA, workers, families[0].name)
+					}
 				}
 			}
 		}
@@ -453,5 +493,35 @@ func TestNoAllocations(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if allocs := float64(after.Mallocs-before.Mallocs) / calls; allocs > 0.5 {
 		t.Errorf("SgemmParallel allocates %v times per call", allocs)
+	}
+}
+
+// TestCopyRows checks CopyRows against copying element by element, for row lengths
+// around the vector width and strides wider than the rows: every copied value arrives,
+// and no value between or after the rows of dst changes.
+func TestCopyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{1, 3, 15, 16, 17, 31, 32, 33, 48, 70} {
+		for _, rows := range []int{1, 2, 7} {
+			lds, ldd := n+rng.IntN(5), n+1+rng.IntN(5)
+			src := make([]float32, (rows-1)*lds+n)
+			for i := range src {
+				src[i] = rng.Float32()
+			}
+			dst := make([]float32, (rows-1)*ldd+n+16)
+			for i := range dst {
+				dst[i] = -1
+			}
+			want := slices.Clone(dst)
+			for j := range rows {
+				for i := range n {
+					want[j*ldd+i] = src[j*lds+i]
+				}
+			}
+			CopyRows(dst, ldd, src, lds, n, rows)
+			if !slices.Equal(dst, want) {
+				t.Errorf("n=%d rows=%d lds=%d ldd=%d: got %v, want %v", n, rows, lds, ldd, dst, want)
+			}
+		}
 	}
 }
