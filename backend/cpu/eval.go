@@ -44,6 +44,8 @@ type frame struct {
 	has   []bool
 	pack  []float32 // gemm operand packing
 	pk    []int     // affine packer state
+	// dotOffs lists load offsets at reduction points (loopsKernel.reduceDot).
+	dotOffs []int
 	// direct, when not nil, is where register directReg is written: the
 	// output memory of the chunk, so that the result needs no copy.
 	direct    []float32
@@ -63,7 +65,7 @@ func newFrame(bufs []*buffer, nvars int, r regs, pack, ints int) *frame {
 		d: make([][]float64, r.d), ds: make([][]float64, r.d),
 		iv: make([][]int, r.i), mask: make([]bool, chunk),
 		acc: make([]float64, chunk), wide: make([]float64, chunk), acc32: make([]float32, chunk), tmp32: make([]float32, chunk), has: make([]bool, chunk),
-		pack: make([]float32, pack), pk: make([]int, ints)}
+		pack: make([]float32, pack), pk: make([]int, ints), dotOffs: make([]int, 2*dotBatch)}
 	for i := range fr.fs {
 		fr.fs[i] = make([]float32, chunk)
 	}
