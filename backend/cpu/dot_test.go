@@ -15,7 +15,7 @@ import (
 // dotGraphs are training-like graphs whose sums of products go to the dot
 // plan: depthwise and ordinary convolutions with their input and kernel
 // gradients (channel counts that are not multiples of 8 or 16, strides 2,
-// same and valid padding), a windowed sum and a global average pool.
+// same and valid padding), max-pool gradients and a global average pool.
 func dotGraphs() map[string]func(g *tile.Graph) {
 	conv := func(n, h, w, c int, dw bool, opt op.ConvOptions) func(g *tile.Graph) {
 		return func(g *tile.Graph) {
@@ -39,6 +39,22 @@ func dotGraphs() map[string]func(g *tile.Graph) {
 			g.SetOutput("dk", gs[1])
 		}
 	}
+	// A max pool 3×3, stride 2, same, after a ReLU, and its gradient: the
+	// gradient's phases are assembled by an elementwise kernel of selects
+	// over semi-affine loads, several short rows per chunk (rowstep.go).
+	pool := func(n, h, w, c int) func(g *tile.Graph) {
+		return func(g *tile.Graph) {
+			x := g.Input("x", tile.Float32, tile.Shape{n, h, w, c})
+			y := op.MaxPool2D(g, op.ReLU(g, x), op.PoolOptions{Size: []int{3}, Strides: []int{2}, Padding: op.Same})
+			cot := g.Input("cot", tile.Float32, y.Shape())
+			gs, err := grad.Grad(g, op.Sum(g, g.Mul(y, cot), nil, false), x)
+			if err != nil {
+				panic(err)
+			}
+			g.SetOutput("y", y)
+			g.SetOutput("dx", gs[0])
+		}
+	}
 	same, valid := op.ConvOptions{Padding: op.Same}, op.ConvOptions{}
 	s2 := op.ConvOptions{Padding: op.Same, Strides: []int{2}}
 	return map[string]func(g *tile.Graph){
@@ -48,6 +64,8 @@ func dotGraphs() map[string]func(g *tile.Graph) {
 		"dw_c19_stride2":  conv(3, 9, 7, 19, true, s2),
 		"dw_c32_stride2":  conv(2, 8, 8, 32, true, s2),
 		"conv_c9_stride2": conv(2, 7, 7, 9, false, s2),
+		"pool_c5_stride2":  pool(2, 9, 7, 5),
+		"pool_c19_stride2": pool(3, 8, 10, 19),
 		"avgpool_c21": func(g *tile.Graph) {
 			x := g.Input("x", tile.Float32, tile.Shape{5, 6, 7, 21})
 			g.SetOutput("y", op.GlobalAvgPool2D(g, x))

@@ -350,7 +350,7 @@ func loadRange(vars []int, lp *loadPlan, s0, m int) (off, lo, hi int) {
 	lo, hi = 0, m
 	for d := range lp.dims {
 		l := &lp.dims[d]
-		lo, hi = interval(l.base(vars)+l.stride*s0, l.stride, lp.shape[d], lo, hi)
+		lo, hi = interval(l.base(vars)+l.stride*s0, l.stride, lp.bounds[d], lo, hi)
 	}
 	return lp.flat.base(vars) + lp.flat.stride*s0, lo, hi
 }
@@ -530,9 +530,10 @@ func execLoadRows(fr *frame, in *instr, s0, n int) {
 	if in.lane == laneF {
 		d := fr.outF(in.dst, m)
 		fv := float32(lp.fill)
+		w := newRowRanges(fr, lp, s0, n)
 		for r := range fr.rows {
 			row := d[r*n : (r+1)*n]
-			off, lo, hi := loadRange(fr.rowVars[r], lp, s0, n)
+			off, lo, hi := w.next(r)
 			if lo >= hi {
 				lo, hi = 0, 0
 			}
@@ -549,9 +550,10 @@ func execLoadRows(fr *frame, in *instr, s0, n int) {
 		return
 	}
 	d := fr.outD(in.dst, m)
+	w := newRowRanges(fr, lp, s0, n)
 	for r := range fr.rows {
 		row := d[r*n : (r+1)*n]
-		off, lo, hi := loadRange(fr.rowVars[r], lp, s0, n)
+		off, lo, hi := w.next(r)
 		if lo >= hi {
 			lo, hi = 0, 0
 		}
