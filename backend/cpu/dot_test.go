@@ -58,12 +58,12 @@ func dotGraphs() map[string]func(g *tile.Graph) {
 	same, valid := op.ConvOptions{Padding: op.Same}, op.ConvOptions{}
 	s2 := op.ConvOptions{Padding: op.Same, Strides: []int{2}}
 	return map[string]func(g *tile.Graph){
-		"dw_c13_same":     conv(3, 7, 6, 13, true, same),
-		"dw_c24_same":     conv(2, 9, 8, 24, true, same),
-		"dw_c40_valid":    conv(2, 6, 7, 40, true, valid),
-		"dw_c19_stride2":  conv(3, 9, 7, 19, true, s2),
-		"dw_c32_stride2":  conv(2, 8, 8, 32, true, s2),
-		"conv_c9_stride2": conv(2, 7, 7, 9, false, s2),
+		"dw_c13_same":      conv(3, 7, 6, 13, true, same),
+		"dw_c24_same":      conv(2, 9, 8, 24, true, same),
+		"dw_c40_valid":     conv(2, 6, 7, 40, true, valid),
+		"dw_c19_stride2":   conv(3, 9, 7, 19, true, s2),
+		"dw_c32_stride2":   conv(2, 8, 8, 32, true, s2),
+		"conv_c9_stride2":  conv(2, 7, 7, 9, false, s2),
 		"pool_c5_stride2":  pool(2, 9, 7, 5),
 		"pool_c19_stride2": pool(3, 8, 10, 19),
 		"avgpool_c21": func(g *tile.Graph) {
