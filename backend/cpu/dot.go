@@ -18,6 +18,14 @@ type dotPlan struct {
 	// ca, cb are the loads' coefficients of the innermost reduction loop,
 	// along which offsets are listed without re-evaluating the forms.
 	ca, cb int
+	// batch is the number of points listed at a time: as many as keep the
+	// operands of one batch of a row in the first-level cache, since every
+	// strip of lanes runs over them.
+	batch int
+	// stream: each point is added to the whole row before the next, the
+	// operands being read once in memory order, when no other row of a
+	// work item reads them again and they do not fit a cache.
+	stream bool
 	// block is the number of values of the outermost reduction loop run
 	// for every row of a chunk before the next ones.
 	block int
@@ -26,6 +34,9 @@ type dotPlan struct {
 // dotBlockBytes bounds the operand bytes one block of reduction points
 // reads for a row (a variable for tests).
 var dotBlockBytes = 256 << 10
+
+// dotBatchBytes bounds the operand bytes of one batch of points of a row.
+const dotBatchBytes = 24 << 10
 
 // innerCoef returns the coefficient of loop l in the offset of a direct
 // load, or false when a tabulated term depends on it.
@@ -52,7 +63,7 @@ const dotBatch = 256
 // form.
 func newDotPlan(lk *loopsKernel) *dotPlan {
 	p := lk.body
-	if lk.agg != tile.Sum || lk.redVec || lk.redRows > 1 || len(p.checks) > 0 || p.hasMask ||
+	if lk.agg != tile.Sum || lk.redVec || len(p.checks) > 0 || p.hasMask ||
 		p.result.lane != laneF || len(p.consts) > 0 || lk.rowLen < 8 || disableDot {
 		return nil
 	}
@@ -99,21 +110,37 @@ func newDotPlan(lk *loopsKernel) *dotPlan {
 
 // plan sets the blocking of the outermost reduction loop and groups rows
 // into work items: as many as fit a chunk, in groups of even size, since
-// rows that read the same blocks are best computed together.
+// rows that read the same blocks are best computed together, but at least
+// as many groups as workers.
 func (d *dotPlan) plan(lk *loopsKernel) {
 	s := lk.s
+	lk.redRows = 0 // rows of reduction points lengthen chunks, which a dot plan has no need of
 	loads := 1
 	if d.b != nil {
 		loads = 2
 	}
 	unit := max(1, s.points(s.nout+1, len(s.ext))) * min(lk.rowLen, chunk) * 4 * loads
 	d.block = max(1, dotBlockBytes/unit)
+	d.batch = min(dotBatch, max(16, dotBatchBytes/(min(lk.rowLen, chunk)*4*loads)))
+	defer func() {
+		if d.stream {
+			d.batch = dotBatch
+		}
+	}()
+	rowBytes := max(1, s.points(s.nout, len(s.ext))) * min(lk.rowLen, chunk) * 4 * loads
 	if lk.split > 1 || lk.rowLen >= chunk {
+		d.stream = rowBytes > dotBlockBytes
 		return
 	}
 	most := max(1, min(lk.rows, chunk/lk.rowLen))
 	groups := (lk.rows + most - 1) / most
+	// Few groups are made a multiple of the workers, so that each has the
+	// same share (a row's result does not depend on its group).
+	if w := lk.workers; w > 1 && groups < 4*w {
+		groups = min(lk.rows, (groups+w-1)/w*w)
+	}
 	lk.rowsPer = (lk.rows + groups - 1) / groups
+	d.stream = lk.rowsPer == 1 && rowBytes > dotBlockBytes
 	work := lk.rowsPer * lk.rowLen * max(1, s.points(s.nout, len(s.ext)))
 	lk.itemsPerTask = max(1, grain/max(1, work))
 }
@@ -153,8 +180,8 @@ func (lk *loopsKernel) reduceDot(fr *frame, c0, n, rlo, rhi int) {
 			for more := true; more; {
 				// The points are listed in runs along the innermost loop.
 				np := 0
-				for np < dotBatch && more {
-					k := min(dotBatch-np, fr.ends[last]-fr.vars[last])
+				for np < d.batch && more {
+					k := min(d.batch-np, fr.ends[last]-fr.vars[last])
 					oa := d.a.flat.base(fr.vars) + sa*c0
 					for j := range offA[np : np+k] {
 						offA[np+j] = oa + j*d.ca
@@ -169,9 +196,18 @@ func (lk *loopsKernel) reduceDot(fr *frame, c0, n, rlo, rhi int) {
 					fr.vars[last] += k - 1
 					more = lk.next(fr, first, last, b0, b1)
 				}
-				if d.b == nil {
+				switch {
+				case d.stream && d.b == nil:
+					for p := range np {
+						sumAcc(acc, a, offA[p:p+1], sa)
+					}
+				case d.stream:
+					for p := range np {
+						dotAcc(acc, a, b, offA[p:p+1], offB[p:p+1], sa, sb)
+					}
+				case d.b == nil:
 					sumAcc(acc, a, offA[:np], sa)
-				} else {
+				default:
 					dotAcc(acc, a, b, offA[:np], offB[:np], sa, sb)
 				}
 			}
