@@ -103,8 +103,9 @@ func TestDotMatchesInterpreter(t *testing.T) {
 	}
 }
 
-// TestDotSameAsChunks checks that the dot plan gives the chunk programs'
-// results bit for bit (zeros of either sign being equal), with 1 and 3
+// TestDotSameAsChunks checks that the dot plan and the rows carried from
+// one to the next (rowstep.go) give the results of chunk programs that
+// evaluate every row afresh bit for bit (zeros of either sign being equal), with 1 and 3
 // workers, and with blocks of one value of the outermost reduction loop.
 func TestDotSameAsChunks(t *testing.T) {
 	for name, build := range dotGraphs() {
@@ -115,13 +116,13 @@ func TestDotSameAsChunks(t *testing.T) {
 				workers int
 				block   int
 			}{{true, 1, 0}, {false, 1, 0}, {false, 3, 0}, {false, 2, 1}} {
-				disableDot = run.off
+				disableDot, disableRowStep = run.off, run.off
 				saved := dotBlockBytes
 				if run.block > 0 {
 					dotBlockBytes = run.block
 				}
 				got := dotOutputs(t, name, build, run.workers)
-				disableDot, dotBlockBytes = false, saved
+				disableDot, disableRowStep, dotBlockBytes = false, false, saved
 				if first == nil {
 					first = got
 					continue

@@ -30,6 +30,10 @@ import (
 // whose clipped ranges differ are reduced separately. Guards on the
 // body's vector axis remain intervals of lanes, others per-lane masks.
 //
+// A sum whose body is one float32 load or the product of two runs as a
+// dot plan instead (dot.go): per row, the loads' offsets at the reduction
+// points, then the points over strips of lanes held in registers.
+//
 // Sums are accumulated in float64, maxima and minima of float32 lanes in
 // float32. When the output is small and the reduction large, the outermost
 // reduction loop is split into parts computed as separate work items and
