@@ -34,7 +34,11 @@
 //     to window.go, which reads channel rows in place and runs one fused
 //     vector loop per row; every
 //     other kernel goes to loops.go, which compiles its expressions once
-//     into chunk programs (prog.go, eval.go, apply.go).
+//     into chunk programs (prog.go, eval.go, apply.go), except that sums
+//     of one float32 load or the product of two (depthwise convolutions
+//     and their gradients) run through dot.go: the loads' offsets listed
+//     per row, the reduction points run over strips of lanes held in
+//     registers.
 //
 // A chunk program processes up to 1024 lanes per instruction: a run along
 // one loop, or several such rows (consecutive output points, or consecutive

@@ -44,6 +44,8 @@ type frame struct {
 	has   []bool
 	pack  []float32 // gemm operand packing
 	pk    []int     // affine packer state
+	// dotOffs lists load offsets at reduction points (loopsKernel.reduceDot).
+	dotOffs []int
 	// direct, when not nil, is where register directReg is written: the
 	// output memory of the chunk, so that the result needs no copy.
 	direct    []float32
@@ -63,7 +65,7 @@ func newFrame(bufs []*buffer, nvars int, r regs, pack, ints int) *frame {
 		d: make([][]float64, r.d), ds: make([][]float64, r.d),
 		iv: make([][]int, r.i), mask: make([]bool, chunk),
 		acc: make([]float64, chunk), wide: make([]float64, chunk), acc32: make([]float32, chunk), tmp32: make([]float32, chunk), has: make([]bool, chunk),
-		pack: make([]float32, pack), pk: make([]int, ints)}
+		pack: make([]float32, pack), pk: make([]int, ints), dotOffs: make([]int, 2*dotBatch)}
 	for i := range fr.fs {
 		fr.fs[i] = make([]float32, chunk)
 	}
@@ -348,7 +350,7 @@ func loadRange(vars []int, lp *loadPlan, s0, m int) (off, lo, hi int) {
 	lo, hi = 0, m
 	for d := range lp.dims {
 		l := &lp.dims[d]
-		lo, hi = interval(l.base(vars)+l.stride*s0, l.stride, lp.shape[d], lo, hi)
+		lo, hi = interval(l.base(vars)+l.stride*s0, l.stride, lp.bounds[d], lo, hi)
 	}
 	return lp.flat.base(vars) + lp.flat.stride*s0, lo, hi
 }
@@ -528,9 +530,10 @@ func execLoadRows(fr *frame, in *instr, s0, n int) {
 	if in.lane == laneF {
 		d := fr.outF(in.dst, m)
 		fv := float32(lp.fill)
+		w := newRowRanges(fr, lp, s0, n)
 		for r := range fr.rows {
 			row := d[r*n : (r+1)*n]
-			off, lo, hi := loadRange(fr.rowVars[r], lp, s0, n)
+			off, lo, hi := w.next(r)
 			if lo >= hi {
 				lo, hi = 0, 0
 			}
@@ -547,9 +550,10 @@ func execLoadRows(fr *frame, in *instr, s0, n int) {
 		return
 	}
 	d := fr.outD(in.dst, m)
+	w := newRowRanges(fr, lp, s0, n)
 	for r := range fr.rows {
 		row := d[r*n : (r+1)*n]
-		off, lo, hi := loadRange(fr.rowVars[r], lp, s0, n)
+		off, lo, hi := w.next(r)
 		if lo >= hi {
 			lo, hi = 0, 0
 		}

@@ -30,6 +30,10 @@ import (
 // whose clipped ranges differ are reduced separately. Guards on the
 // body's vector axis remain intervals of lanes, others per-lane masks.
 //
+// A sum whose body is one float32 load or the product of two runs as a
+// dot plan instead (dot.go): per row, the loads' offsets at the reduction
+// points, then the points over strips of lanes held in registers.
+//
 // Sums are accumulated in float64, maxima and minima of float32 lanes in
 // float32. When the output is small and the reduction large, the outermost
 // reduction loop is split into parts computed as separate work items and
@@ -42,7 +46,8 @@ type loopsKernel struct {
 	agg     tile.Agg
 	redVec  bool
 	body    *prog
-	epi     *prog // nil: the output is the aggregate
+	dot     *dotPlan // nil: the body is evaluated on chunks
+	epi     *prog    // nil: the output is the aggregate
 	outLin  axisLin
 	rowAxis int
 	rowLen  int
@@ -160,6 +165,7 @@ func newLoopsKernel(p *kir.Program, k *kir.Kernel, r *regs) *loopsKernel {
 		itemWork *= lk.rowsPer
 	}
 	lk.itemsPerTask = max(1, grain/max(1, itemWork))
+	lk.dot = newDotPlan(lk)
 	return lk
 }
 
@@ -253,7 +259,7 @@ func (lk *loopsKernel) item(fr *frame, it int) {
 		lk.elementwise(fr, c0, n)
 		return
 	}
-	if len(lk.rowForms) > 0 && nr > 1 {
+	if len(lk.rowForms) > 0 && nr > 1 && lk.dot == nil {
 		lk.runs(fr, c0, n, nr)
 		return
 	}
@@ -281,7 +287,9 @@ func (lk *loopsKernel) reduce(fr *frame, c0, n, part int) {
 	if lk.split > 1 {
 		rlo, rhi = rhi*part/lk.split, rhi*(part+1)/lk.split
 	}
-	if lk.redVec {
+	if lk.dot != nil {
+		lk.reduceDot(fr, c0, n, rlo, rhi)
+	} else if lk.redVec {
 		lk.initAcc(fr, m)
 		lk.reduceRedVec(fr, c0, n, rlo, rhi)
 	} else if lk.reduceOutVec(fr, c0, n, rlo, rhi) {

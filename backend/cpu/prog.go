@@ -89,10 +89,17 @@ type loadPlan struct {
 	class loadClass
 	dtype tile.DType
 	flat  axisLin   // offset (direct, checked)
-	dims  []axisLin // per-dimension indices (checked)
-	shape []int
-	idx   []int // integer registers of the indices (general)
-	fill  float64
+	dims  []axisLin // the indices of the dimensions checked (checked)
+	// bounds are the extents of the dimensions of dims: those whose index
+	// may leave the buffer.
+	bounds []int
+	// flatStep and dimSteps carry flat and dims from one row of a chunk to
+	// the next (rowstep.go).
+	flatStep rowStep
+	dimSteps []rowStep
+	shape    []int
+	idx      []int // integer registers of the indices (general)
+	fill     float64
 	// skip: out-of-range lanes are inactive (a Skip load in a body).
 	skip bool
 	// rowMajor: a direct load whose offset advances exactly like the
@@ -666,11 +673,13 @@ func (b *builder) loadIn(e *kir.Expr, l lane) operand {
 			lp.invariant = len(lp.flat.terms) == 0
 			break
 		}
-		lp.dims = make([]axisLin, len(info.dims))
 		for d := range info.dims {
-			lp.dims[d] = b.s.lin(&info.dims[d]).forAxis(b.axis)
+			l := b.s.lin(&info.dims[d]).forAxis(b.axis)
 			if lp.skip && !b.absorbed(e, d) {
-				b.p.checks = append(b.p.checks, rangeCheck{lp.dims[d], buf.Shape[d]})
+				b.p.checks = append(b.p.checks, rangeCheck{l, buf.Shape[d]})
+			}
+			if !info.dimIn[d] {
+				lp.dims, lp.bounds = append(lp.dims, l), append(lp.bounds, buf.Shape[d])
 			}
 		}
 		lp.skip = false // handled by the checks
@@ -684,6 +693,16 @@ func (b *builder) loadIn(e *kir.Expr, l lane) operand {
 		}
 		if lp.skip {
 			b.p.hasMask = true
+		}
+	}
+	if lp.class != loadGeneral {
+		lp.flatStep = newRowStep(&lp.flat, b.axis-1)
+		lp.dimSteps = make([]rowStep, len(lp.dims))
+		for d := range lp.dims {
+			lp.dimSteps[d] = newRowStep(&lp.dims[d], b.axis-1)
+			if lp.dimSteps[d].loop < 0 {
+				lp.flatStep.loop = -1
+			}
 		}
 	}
 	in := instr{op: opLoad, lane: l, dt: e.DType, ld: lp, dst: b.regs.new(l)}
@@ -746,7 +765,11 @@ func (b *builder) semiLoad(e *kir.Expr, lp *loadPlan, info *loadInfo, shape tile
 		return true
 	}
 	lp.class = loadChecked
-	lp.dims = dims
+	for d := range dims {
+		if !info.dimIn[d] {
+			lp.dims, lp.bounds = append(lp.dims, dims[d]), append(lp.bounds, shape[d])
+		}
+	}
 	if lp.skip {
 		for d := range dims {
 			if b.absorbed(e, d) {

@@ -182,6 +182,7 @@ const (
 type loadInfo struct {
 	class   loadClass
 	inRange bool       // in range at every point of the loop box
+	dimIn   []bool     // dimension d's index is in range at every point
 	flat    affineIx   // row-major offset (direct and checked)
 	dims    []affineIx // per-dimension indices (checked)
 	ix      []*kir.Ix  // simplified per-dimension indices
@@ -305,14 +306,13 @@ func (s *space) expr(e *kir.Expr) {
 
 func (s *space) load(e *kir.Expr) *loadInfo {
 	shape := s.p.Buffers[e.Buf].Shape
-	li := &loadInfo{ix: make([]*kir.Ix, len(e.Index))}
+	li := &loadInfo{ix: make([]*kir.Ix, len(e.Index)), dimIn: make([]bool, len(e.Index))}
 	inRange := true
 	for d, x := range e.Index {
 		li.ix[d] = kir.Simplify(x, s.ranges)
 		lo, hi, ok := kir.Bounds(li.ix[d], s.ranges)
-		if !ok || lo < 0 || hi >= shape[d] {
-			inRange = false
-		}
+		li.dimIn[d] = ok && lo >= 0 && hi < shape[d]
+		inRange = inRange && li.dimIn[d]
 	}
 	li.inRange = inRange
 	if inRange {

@@ -1,0 +1,136 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func dotAccF32x8(acc *float64, a, b *float32, offA, offB *int, np, n int)
+// For each lane i < n (a multiple of 8): acc[i] += float64(a[offA[p]+i] *
+// b[offB[p]+i]) for p = 0 … np-1 in order; 16 or 8 lanes held in registers
+// over all the points.
+TEXT ·dotAccF32x8(SB), NOSPLIT, $0-56
+	MOVQ acc+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ offA+24(FP), R8
+	MOVQ offB+32(FP), R9
+	MOVQ np+40(FP), R10
+	MOVQ n+48(FP), CX
+strip16:
+	CMPQ CX, $16
+	JLT strip8
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	XORQ R11, R11
+p16:
+	MOVQ (R8)(R11*8), R12
+	MOVQ (R9)(R11*8), R13
+	VMOVUPS (SI)(R12*4), Y4
+	VMOVUPS 32(SI)(R12*4), Y5
+	VMULPS (DX)(R13*4), Y4, Y4
+	VMULPS 32(DX)(R13*4), Y5, Y5
+	VCVTPS2PD X4, Y6
+	VEXTRACTF128 $1, Y4, X4
+	VCVTPS2PD X4, Y7
+	VADDPD Y6, Y0, Y0
+	VADDPD Y7, Y1, Y1
+	VCVTPS2PD X5, Y8
+	VEXTRACTF128 $1, Y5, X5
+	VCVTPS2PD X5, Y9
+	VADDPD Y8, Y2, Y2
+	VADDPD Y9, Y3, Y3
+	INCQ R11
+	CMPQ R11, R10
+	JLT p16
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $64, SI
+	ADDQ $64, DX
+	SUBQ $16, CX
+	JMP strip16
+strip8:
+	CMPQ CX, $8
+	JLT done
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	XORQ R11, R11
+p8:
+	MOVQ (R8)(R11*8), R12
+	MOVQ (R9)(R11*8), R13
+	VMOVUPS (SI)(R12*4), Y4
+	VMULPS (DX)(R13*4), Y4, Y4
+	VCVTPS2PD X4, Y6
+	VEXTRACTF128 $1, Y4, X4
+	VCVTPS2PD X4, Y7
+	VADDPD Y6, Y0, Y0
+	VADDPD Y7, Y1, Y1
+	INCQ R11
+	CMPQ R11, R10
+	JLT p8
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+done:
+	VZEROUPPER
+	RET
+
+// func sumAccF32x8(acc *float64, a *float32, offA *int, np, n int)
+// For each lane i < n (a multiple of 8): acc[i] += float64(a[offA[p]+i])
+// for p = 0 … np-1 in order.
+TEXT ·sumAccF32x8(SB), NOSPLIT, $0-40
+	MOVQ acc+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ offA+16(FP), R8
+	MOVQ np+24(FP), R10
+	MOVQ n+32(FP), CX
+sstrip16:
+	CMPQ CX, $16
+	JLT sstrip8
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	XORQ R11, R11
+s16:
+	MOVQ (R8)(R11*8), R12
+	VCVTPS2PD (SI)(R12*4), Y6
+	VCVTPS2PD 16(SI)(R12*4), Y7
+	VCVTPS2PD 32(SI)(R12*4), Y8
+	VCVTPS2PD 48(SI)(R12*4), Y9
+	VADDPD Y6, Y0, Y0
+	VADDPD Y7, Y1, Y1
+	VADDPD Y8, Y2, Y2
+	VADDPD Y9, Y3, Y3
+	INCQ R11
+	CMPQ R11, R10
+	JLT s16
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP sstrip16
+sstrip8:
+	CMPQ CX, $8
+	JLT sdone
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	XORQ R11, R11
+s8:
+	MOVQ (R8)(R11*8), R12
+	VCVTPS2PD (SI)(R12*4), Y6
+	VCVTPS2PD 16(SI)(R12*4), Y7
+	VADDPD Y6, Y0, Y0
+	VADDPD Y7, Y1, Y1
+	INCQ R11
+	CMPQ R11, R10
+	JLT s8
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+sdone:
+	VZEROUPPER
+	RET

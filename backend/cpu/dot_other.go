@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package cpu
+
+func simdDotAcc([]float64, []float32, []float32, []int, []int) int { return 0 }
+
+func simdSumAcc([]float64, []float32, []int) int { return 0 }
