@@ -417,9 +417,17 @@ func (e *Executable) read(what string, id int, dst any) error {
 	if b.Size() == 0 {
 		return nil
 	}
-	buf := make([]byte, b.Size()*storageSize(b.DType))
+	n := b.Size() * storageSize(b.DType)
+	buf := hostBytes(dst)
+	direct := littleEndian && len(buf) == n
+	if !direct {
+		buf = make([]byte, n)
+	}
 	if err := e.d.queue.ReadBuffer(e.slots[b.Slot], b.Base(0)*storageSize(b.DType), len(buf), buf); err != nil {
 		return e.d.execError("reading "+what, err)
+	}
+	if direct {
+		return nil
 	}
 	return decode(b.DType, buf, dst)
 }

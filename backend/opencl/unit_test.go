@@ -1,6 +1,7 @@
 package opencl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -43,6 +44,33 @@ func TestHostEncodingRoundTrip(t *testing.T) {
 }
 
 func formatAny(v any) string { return fmt.Sprint(v) }
+
+// TestHostEncodingBytes checks the device bytes of host data against
+// hand-written little-endian encodings.
+func TestHostEncodingBytes(t *testing.T) {
+	for _, c := range []struct {
+		dt   tile.DType
+		data any
+		want []byte
+	}{
+		{tile.Float32, []float32{1.5, -2}, []byte{0, 0, 0xc0, 0x3f, 0, 0, 0, 0xc0}},
+		{tile.Int32, []int32{-2, 0x01020304}, []byte{0xfe, 0xff, 0xff, 0xff, 4, 3, 2, 1}},
+		{tile.Int64, []int64{258}, []byte{2, 1, 0, 0, 0, 0, 0, 0}},
+		{tile.Float64, []float64{1}, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}},
+		{tile.Bool, []bool{true, false}, []byte{1, 0}},
+	} {
+		b, err := encode(c.dt, c.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, c.want) {
+			t.Errorf("%v %v: bytes % x, want % x", c.dt, c.data, b, c.want)
+		}
+		if hb := hostBytes(c.data); hb != nil && len(hb) > 0 && &hb[0] == &b[0] {
+			t.Errorf("%v: encode returned the host's own memory, which the caller may change before the transfer", c.dt)
+		}
+	}
+}
 
 func TestLiterals(t *testing.T) {
 	cases := []struct {
