@@ -105,11 +105,12 @@ func (e *emitter) coopGEMM(v *kir.GEMMView) {
 	}
 	conv := func(x uint32) uint32 { return m.op(opFConvert, h, x) }
 	rowMajor := e.m.cUint(0)
+	pa := f.plan(false, as, h, c.bm, c.bk, c.threads, func(r, d uint32) uint32 { return add(mul(r, e.ci(c.sa)), d) })
+	pb := f.plan(true, bs, h, c.bn, c.bk, c.threads, func(r, d uint32) uint32 { return add(mul(d, e.ci(c.sb)), r) })
 	// stage fills buffer buf (an id of 0 or 1) with the slice at depth k0.
 	stage := func(k0, buf uint32) {
-		offA, offB := mul(buf, e.ci(aSize)), mul(buf, e.ci(bSize))
-		f.stage(false, as, h, k0, c.bm, c.bk, c.threads, func(r, d uint32) uint32 { return add(offA, add(mul(r, e.ci(c.sa)), d)) }, conv)
-		f.stage(true, bs, h, k0, c.bn, c.bk, c.threads, func(r, d uint32) uint32 { return add(offB, add(mul(d, e.ci(c.sb)), r)) }, conv)
+		pa.stage(k0, mul(buf, e.ci(aSize)), conv)
+		pb.stage(k0, mul(buf, e.ci(bSize)), conv)
 	}
 	stage(e.ci(0), e.ci(0))
 	e.barrier()

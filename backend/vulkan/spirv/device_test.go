@@ -37,6 +37,39 @@ func TestCornersOnDevice(t *testing.T) {
 	}
 }
 
+// TestStagedProductsOnDevice runs the tiled products of stage_test.go
+// (strided and padded convolutions, whose image operands are staged from
+// their affine forms, and a product with a transposed operand) on every
+// Vulkan device and compares them with kir.Interpret.
+func TestStagedProductsOnDevice(t *testing.T) {
+	cs, err := vulkan.List()
+	if err != nil || len(cs) == 0 {
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	for _, c := range cs {
+		d, err := vulkan.OpenCandidate(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for _, cc := range spirv.StagedCases(t) {
+			t.Run(c.ID+"/"+cc.Name, func(t *testing.T) {
+				if cc.GEMM < 0 {
+					t.Fatal("no kernel is scheduled gemm")
+				}
+				k, err := spirv.Emit(cc.P, cc.GEMM, d.SPIRVTarget())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k.LocalSize[0] < 128 {
+					t.Fatalf("the product is not tiled on %s: work-groups of %v", c.ID, k.LocalSize)
+				}
+				runOnDevice(t, d, cc.P, cc.Inputs)
+			})
+		}
+	}
+}
+
 func runOnDevice(t *testing.T, d *vulkan.Device, p *kir.Program, inputs map[string][]float64) {
 	want := make([][]float64, len(p.Buffers))
 	for _, b := range p.Inputs {

@@ -1,6 +1,8 @@
 package spirv
 
 import (
+	"testing"
+
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
@@ -21,4 +23,26 @@ func GridProgram(n int) *kir.Program {
 	pb.kernel("affine", y, tile.Shape{n}, nil, tile.Assign, nil,
 		ap(tile.Add, f32, ap(tile.Mul, f32, ld(x, f32, kir.Skip, 0, iv(0)), cst(f32, 2)), cst(f32, 1)), nil)
 	return pb.p
+}
+
+// StagedCase is one of stage_test.go's tiled products, compiled: its
+// program, the index of its tiled product and its inputs by name.
+type StagedCase struct {
+	Name   string
+	P      *kir.Program
+	GEMM   int
+	Inputs map[string][]float64
+}
+
+// StagedCases compiles the tiled products of stage_test.go.
+func StagedCases(t *testing.T) []StagedCase {
+	var out []StagedCase
+	for _, c := range stagedCases(t, 4) {
+		named := map[string][]float64{}
+		for _, b := range c.p.Inputs {
+			named[b.Name] = c.inputs[b.Buffer]
+		}
+		out = append(out, StagedCase{c.name, c.p, c.gemm, named})
+	}
+	return out
 }

@@ -152,57 +152,6 @@ func (f *frame) operand(b bool) (*kir.Expr, []kir.Cond, []int, uint32, int) {
 	return f.v.A, f.v.Conds(f.e.k, false), f.v.M, f.row0, f.rows
 }
 
-// stage copies the K-slice of slice depths from depth k0 of operand b
-// (ext of its rows from the block's first) into shared array sh of
-// element type elem, element (r, d) at index at(r, d) and converted by
-// conv (nil: none), with threads invocations. The order reads memory
-// contiguously along the operand's innermost depth loop if it moves by
-// one element, else along its rows. Out-of-range rows and depths stage
-// zeros, and so do points where one of the operand's conditions fails or
-// its guarded load leaves its buffer.
-func (f *frame) stage(b bool, sh, elem, k0 uint32, ext, slice, threads int, at func(r, d uint32) uint32, conv func(uint32) uint32) {
-	e, m, v := f.e, f.e.m, f.v
-	i32, f32, bl := m.tInt(32, true), m.tFloat(32), m.tBool()
-	x, conds, g, r0, n := f.operand(b)
-	kFast := false
-	if len(v.K) > 0 {
-		coef, _, ok := kir.LinearForm(kir.Offset(x.Index, e.p.Buffers[x.Buf].Shape, f.ranges), len(f.vars))
-		kFast = ok && coef[v.K[len(v.K)-1]] == 1
-	}
-	total := ext * slice
-	for q := range (total + threads - 1) / threads {
-		t := f.add(f.lid, e.ci(q*threads))
-		one := func() {
-			r, d := m.op(opSRem, i32, t, e.ci(ext)), m.op(opSDiv, i32, t, e.ci(ext))
-			if kFast {
-				r, d = m.op(opSDiv, i32, t, e.ci(slice)), m.op(opSRem, i32, t, e.ci(slice))
-			}
-			row, kk := f.add(r0, r), f.add(k0, d)
-			in := m.op(opLogicalAnd, bl, f.lt(row, n), f.lt(kk, f.depth))
-			vs := append([]uint32(nil), f.vars...)
-			f.set(vs, g, m.op(opSelect, i32, in, row, e.ci(0)))
-			f.set(vs, v.K, m.op(opSelect, i32, in, kk, e.ci(0)))
-			// A guarded load yields 0 (its Fill value or a Skip load's)
-			// out of range, reading nothing outside its buffer.
-			sc := e.scope(vs, f.ranges)
-			val := sc.load(x)
-			in = e.and(append([]uint32{in}, sc.conds(conds)...))
-			idx := at(r, d)
-			ptr := m.op(opAccessChain, m.tPtr(scWorkgroup, elem), sh, idx)
-			val = m.op(opSelect, f32, in, val, e.num(kF32, 0))
-			if conv != nil {
-				val = conv(val)
-			}
-			m.do(opStore, ptr, val)
-		}
-		if (q+1)*threads > total {
-			m.ifThen(f.lt(t, total), one)
-		} else {
-			one()
-		}
-	}
-}
-
 // output applies the kernel's epilogue to the value acc returns, C's
 // element (row, col), and stores it, when the element is in C.
 func (f *frame) output(row, col uint32, acc func() uint32) {
@@ -244,9 +193,11 @@ func (e *emitter) gemm(v *kir.GEMMView) {
 	depthMajor := func(ext int) func(r, d uint32) uint32 {
 		return func(r, d uint32) uint32 { return add(m.op(opIMul, i32, d, e.ci(ext)), r) }
 	}
+	pa := f.plan(false, as, f32, bm, gemmDepth, gemmThreads, depthMajor(bm))
+	pb := f.plan(true, bs, f32, bn, gemmDepth, gemmThreads, depthMajor(bn))
 	m.loop(e.ci(0), e.ci(f.depth), e.ci(gemmDepth), func(k0 uint32) {
-		f.stage(false, as, f32, k0, bm, gemmDepth, gemmThreads, depthMajor(bm), nil)
-		f.stage(true, bs, f32, k0, bn, gemmDepth, gemmThreads, depthMajor(bn), nil)
+		pa.stage(k0, 0, nil)
+		pb.stage(k0, 0, nil)
 		e.barrier()
 		m.loop(e.ci(0), e.ci(gemmDepth), e.ci(1), func(kk uint32) {
 			a, b := make([]uint32, tm), make([]uint32, tn)

@@ -61,6 +61,14 @@ func (c productCase) build(t *testing.T, seed uint64) (*kir.Program, int, map[in
 		o = op.ReLU(g, g.Add(o, g.ScalarLike(o, 0.25)))
 	}
 	g.SetOutput("o", o)
+	return compileProduct(t, g, seed)
+}
+
+// compileProduct compiles g for the Vulkan backend and returns its
+// program, the index of its last kernel scheduled "gemm" (-1 when none)
+// and random inputs by buffer id.
+func compileProduct(t *testing.T, g *tile.Graph, seed uint64) (*kir.Program, int, map[int][]float64) {
+	t.Helper()
 	if err := g.Err(); err != nil {
 		t.Fatal(err)
 	}
