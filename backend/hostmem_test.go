@@ -63,3 +63,30 @@ func TestAvailableMemory(t *testing.T) {
 		t.Errorf("no files: %d, %q", n, src)
 	}
 }
+
+// TestHostBytes checks the bytes HostBytes gives against hand-written
+// little-endian encodings (on little-endian hosts; elsewhere it must give
+// nil), and that it aliases the slice.
+func TestHostBytes(t *testing.T) {
+	f := []float32{1.5, -2}
+	b := HostBytes(f)
+	if !littleEndian {
+		if b != nil {
+			t.Fatalf("HostBytes on a big-endian host: % x, want nil", b)
+		}
+		return
+	}
+	if want := []byte{0, 0, 0xc0, 0x3f, 0, 0, 0, 0xc0}; string(b) != string(want) {
+		t.Errorf("float32 bytes % x, want % x", b, want)
+	}
+	b[7] = 0x40
+	if f[1] != 2 {
+		t.Errorf("writing the bytes of -2 as 2 gave %v: the bytes do not alias the slice", f[1])
+	}
+	if got := HostBytes([]int64{-1, 2}); len(got) != 16 || got[0] != 0xff || got[8] != 2 {
+		t.Errorf("int64 bytes % x", got)
+	}
+	if HostBytes([]bool{true}) != nil {
+		t.Error("HostBytes of a []bool is not nil")
+	}
+}

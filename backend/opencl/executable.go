@@ -418,8 +418,8 @@ func (e *Executable) read(what string, id int, dst any) error {
 		return nil
 	}
 	n := b.Size() * storageSize(b.DType)
-	buf := hostBytes(dst)
-	direct := littleEndian && len(buf) == n
+	buf := backend.HostBytes(dst)
+	direct := len(buf) == n
 	if !direct {
 		buf = make([]byte, n)
 	}

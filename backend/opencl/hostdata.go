@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"unsafe"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/tile"
 )
 
@@ -18,30 +18,10 @@ import (
 // device.
 func storageSize(dt tile.DType) int { return ctypeSize(dt) }
 
-// littleEndian reports whether the host stores numbers as the devices do,
-// so that numeric host data crosses as one copy of its bytes.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
-// hostBytes returns the bytes of a numeric host slice, or nil for other
-// types.
-func hostBytes(data any) []byte {
-	switch d := data.(type) {
-	case []float32:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), 4*len(d))
-	case []float64:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), 8*len(d))
-	case []int32:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), 4*len(d))
-	case []int64:
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(d))), 8*len(d))
-	}
-	return nil
-}
-
 // encode returns the device bytes of host data (already checked with
 // backend.CheckHost) for a buffer of dtype dt, in a new slice.
 func encode(dt tile.DType, data any) ([]byte, error) {
-	if b := hostBytes(data); littleEndian && b != nil {
+	if b := backend.HostBytes(data); b != nil {
 		return append([]byte(nil), b...), nil
 	}
 	switch d := data.(type) {
@@ -83,7 +63,7 @@ func encode(dt tile.DType, data any) ([]byte, error) {
 
 // decode stores device bytes of a dtype-dt buffer into host data dst.
 func decode(dt tile.DType, src []byte, dst any) error {
-	if b := hostBytes(dst); littleEndian && b != nil {
+	if b := backend.HostBytes(dst); b != nil {
 		copy(b, src)
 		return nil
 	}

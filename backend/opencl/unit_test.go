@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
@@ -66,7 +67,7 @@ func TestHostEncodingBytes(t *testing.T) {
 		if !bytes.Equal(b, c.want) {
 			t.Errorf("%v %v: bytes % x, want % x", c.dt, c.data, b, c.want)
 		}
-		if hb := hostBytes(c.data); hb != nil && len(hb) > 0 && &hb[0] == &b[0] {
+		if hb := backend.HostBytes(c.data); hb != nil && len(hb) > 0 && &hb[0] == &b[0] {
 			t.Errorf("%v: encode returned the host's own memory, which the caller may change before the transfer", c.dt)
 		}
 	}

@@ -44,6 +44,9 @@ func toDevice(dt tile.DType, data any) ([]byte, error) {
 	if !deviceType(data) {
 		return nil, fmt.Errorf("unsupported host type %T for %v", data, dt)
 	}
+	if b := backend.HostBytes(data); b != nil {
+		return append([]byte(nil), b...), nil
+	}
 	return binary.Append(nil, binary.LittleEndian, words(data))
 }
 
@@ -56,6 +59,10 @@ func fromDevice(dt tile.DType, src []byte, dst any) error {
 	w := words(dst)
 	if n := binary.Size(w); len(src) < n {
 		return fmt.Errorf("%d device bytes for %d %v elements", len(src), reflect.ValueOf(dst).Len(), dt)
+	}
+	if b := backend.HostBytes(dst); b != nil {
+		copy(b, src)
+		return nil
 	}
 	if _, err := binary.Decode(src, binary.LittleEndian, w); err != nil {
 		return err
