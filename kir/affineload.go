@@ -1,5 +1,7 @@
 package kir
 
+import "slices"
+
 // AffineLoad is a load, 0 wherever it or one of its conditions fails, whose
 // element offset and conditions are all affine in the kernel's loop
 // variables: the offset is Σ Coef[v]·v + Konst, and the load reads where
@@ -19,7 +21,8 @@ type AffineLoad struct {
 // false when e is not a load that is 0 out of range (a Skip load, a Fill
 // load of 0, or one the loop ranges keep in range) with affine indices, or
 // a condition is not affine. Guards are only the conditions, and the
-// in-range conditions of the indices, that the loop ranges do not prove.
+// in-range conditions of the indices, that the loop ranges do not prove,
+// each affine form once.
 func AffineLoadOf(p *Program, k *Kernel, e *Expr, conds []Cond) (*AffineLoad, bool) {
 	if e == nil || e.Op != Load || e.Buf < 0 || e.Buf >= len(p.Buffers) {
 		return nil, false
@@ -35,10 +38,19 @@ func AffineLoadOf(p *Program, k *Kernel, e *Expr, conds []Cond) (*AffineLoad, bo
 			return true
 		}
 		coef, konst, ok := LinearForm(Simplify(x, vars), len(vars))
-		if ok {
-			a.Guards = append(a.Guards, AffineCond{Coef: coef, Konst: konst, Bound: bound})
+		if !ok {
+			return false
 		}
-		return ok
+		// The same form twice (a padded window's in-range condition is
+		// also a Where condition) keeps the tighter bound.
+		for i, g := range a.Guards {
+			if g.Konst == konst && slices.Equal(g.Coef, coef) {
+				a.Guards[i].Bound = min(g.Bound, bound)
+				return true
+			}
+		}
+		a.Guards = append(a.Guards, AffineCond{Coef: coef, Konst: konst, Bound: bound})
+		return true
 	}
 	for d, x := range e.Index {
 		if !guard(x, b.Shape[d]) {

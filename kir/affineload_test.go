@@ -61,6 +61,12 @@ func TestAffineLoadOf(t *testing.T) {
 	if _, ok := AffineLoadOf(p, k2, mod, nil); ok {
 		t.Error("a modular index over more than one period was taken as affine")
 	}
+	// The window's in-range condition again as a Where condition, with
+	// a tighter bound: one guard, the tighter one.
+	twice, ok := AffineLoadOf(p, k, e, []Cond{{X: at, Bound: 6}})
+	if !ok || len(twice.Guards) != 1 || twice.Guards[0].Bound != 6 {
+		t.Errorf("a Where condition repeating the index's: guards %+v, want one of bound 6", twice.Guards)
+	}
 	fill := *e
 	fill.OOB, fill.Value = Fill, 1
 	if _, ok := AffineLoadOf(p, k, &fill, nil); ok {

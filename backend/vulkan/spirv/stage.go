@@ -2,7 +2,6 @@ package spirv
 
 import (
 	"math"
-	"slices"
 
 	"github.com/tartanml/tartan/kir"
 )
@@ -76,10 +75,6 @@ func (f *frame) newForm(coef []int, konst, bound int, rows []int) form {
 	return fm
 }
 
-func (a form) same(b form) bool {
-	return slices.Equal(a.outer, b.outer) && slices.Equal(a.red, b.red) && a.konst == b.konst && a.bound == b.bound
-}
-
 // stageSlot is what a slot's staging needs that is fixed over the
 // reduction loop.
 type stageSlot struct {
@@ -110,15 +105,8 @@ func (f *frame) plan(b bool, sh, elem uint32, ext, slice, threads int, at func(r
 	}
 	if p.sep = e.affineOperand(v, b); p.sep != nil {
 		p.forms = []form{f.newForm(p.sep.Coef, p.sep.Konst, 0, g)}
-	guards:
 		for _, gd := range p.sep.Guards {
-			fm := f.newForm(gd.Coef, gd.Konst, gd.Bound, g)
-			for _, o := range p.forms[1:] {
-				if o.same(fm) {
-					continue guards
-				}
-			}
-			p.forms = append(p.forms, fm)
+			p.forms = append(p.forms, f.newForm(gd.Coef, gd.Konst, gd.Bound, g))
 		}
 	}
 	div := func(a uint32, c int) uint32 { return m.op(opSDiv, i32, a, e.ci(c)) }
