@@ -243,6 +243,9 @@ type Schedule struct {
 	// Scatter describes the indexed-accumulation view when Strategy is
 	// "scatter".
 	Scatter *ScatterView
+	// Tiling, for a "gemm" kernel, is the tiling a tuner chose for the
+	// device; nil leaves it to the target's cost model.
+	Tiling *Tiling
 	// Parallel is the number of outer output loops whose points are
 	// distributed over workers (CPU goroutines, OpenCL work-groups).
 	Parallel int

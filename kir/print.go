@@ -241,6 +241,9 @@ func (s *Schedule) describe(names []string) string {
 			parts = append(parts, "guard="+strings.Join(guards, ","))
 		}
 	}
+	if t := s.Tiling; t != nil {
+		parts = append(parts, "tiling="+t.String()+" ("+t.From+")")
+	}
 	if c := s.Scatter; c != nil {
 		parts = append(parts, fmt.Sprintf("updates=b%d indices=b%d axis=%d", c.Updates, c.Indices, c.Axis))
 	}

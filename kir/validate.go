@@ -195,6 +195,9 @@ func (k *Kernel) validate(p *Program) error {
 		return fmt.Errorf("computes %v values for the %v buffer b%d", res.DType, out.DType, k.Out)
 	}
 	s := &k.Schedule
+	if t := s.Tiling; t != nil && (s.Strategy != "gemm" || t.BM <= 0 || t.BN <= 0 || t.BK <= 0 || t.Parts < 0) {
+		return fmt.Errorf("tiling %s on a %q schedule: want a gemm schedule and positive sizes", t, s.Strategy)
+	}
 	switch s.Strategy {
 	case "", "loops", "reduce":
 	case "gemm":

@@ -14,6 +14,7 @@ import (
 	"github.com/tartanml/tartan/compile"
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
+	"github.com/tartanml/tartan/tune"
 )
 
 // Matrix-product precisions for f32 "gemm" kernels.
@@ -386,6 +387,9 @@ func (d *Device) Compile(g *tile.Graph) (backend.Executable, error) {
 	}
 	p, err := compile.Compile(g, d.Target())
 	if err != nil {
+		return nil, err
+	}
+	if p, err = tune.Prepare(p, d); err != nil {
 		return nil, err
 	}
 	e, err := d.Load(p)

@@ -77,7 +77,7 @@ func (d *Device) Load(p *kir.Program) (*Executable, error) {
 		// program: use the ordinary cores from now on.
 		d.disableTensorCores("a program using them failed to build: " + firstLine(err.Error()))
 		tr.MMA = ""
-		e, err = d.load(p, tr)
+		e, err = d.load(withoutMatrixTilings(p), tr)
 	}
 	return e, err
 }

@@ -2,6 +2,7 @@ package opencl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tartanml/tartan/kir"
@@ -97,8 +98,10 @@ func usesMMA(p *kir.Program, t traits) bool {
 		if k.Body == nil || k.Body.DType != tile.Float32 || k.Shape.Size() == 0 {
 			continue
 		}
-		if ch := r.chooseStrategy(k); ch.kind == "gemm" && r.mmaFor(ch.gemm, tile.Float32) {
-			return true
+		if ch := r.chooseStrategy(k); ch.kind == "gemm" {
+			if c, err := r.chooseGEMM(ch.gemm, tile.Float32, k.Schedule.Tiling); err == nil && c.MMA != "" {
+				return true
+			}
 		}
 	}
 	return false
@@ -119,8 +122,13 @@ func (r *renderer) mmaFor(pl *gemmPlan, dt tile.DType) bool {
 	return r.t.EmulateMMA || r.t.MMAMin == 0 || max(pl.B, 1)*pl.M*pl.N*pl.K >= r.t.MMAMin
 }
 
-// chooseGEMM picks the tiling for a plan on the device.
-func (r *renderer) chooseGEMM(pl *gemmPlan, dt tile.DType) gemmConfig {
+// chooseGEMM picks the tiling for a plan on the device: the schedule's
+// tiling when it has one (an error when the device cannot run it), else
+// the device's cost model.
+func (r *renderer) chooseGEMM(pl *gemmPlan, dt tile.DType, want *kir.Tiling) (gemmConfig, error) {
+	if want != nil {
+		return r.tiledGEMM(pl, dt, *want)
+	}
 	var c gemmConfig
 	big := pl.M >= 128 && pl.N >= 128
 	switch {
@@ -136,9 +144,7 @@ func (r *renderer) chooseGEMM(pl *gemmPlan, dt tile.DType) gemmConfig {
 	default:
 		c = gemmConfig{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
 	}
-	if dt == tile.Float64 || dt == tile.Int64 {
-		c.BK = 8 // keep the staged panels within local memory
-	}
+	c.BK = panelDepth(dt)
 	groups := ceilDiv(pl.M, c.BM) * ceilDiv(pl.N, c.BN) * max(pl.B, 1)
 	target := r.t.ComputeUnits
 	if r.t.GPU {
@@ -151,10 +157,101 @@ func (r *renderer) chooseGEMM(pl *gemmPlan, dt tile.DType) gemmConfig {
 	if r.t.Split > 0 {
 		splits = r.t.Split
 	}
-	splits = max(splits, 1)
-	c.KC = ceilDiv(ceilDiv(max(pl.K, 1), splits), c.BK) * c.BK
+	c.split(pl, splits)
+	return c, nil
+}
+
+// panelDepth is the reduction depth of the staged panels: 16, or 8 for
+// 64-bit types, which keeps the panels within local memory.
+func panelDepth(dt tile.DType) int {
+	if dt == tile.Float64 || dt == tile.Int64 {
+		return 8
+	}
+	return 16
+}
+
+// split divides the reduction into about n parts of whole panels.
+func (c *gemmConfig) split(pl *gemmPlan, n int) {
+	c.KC = ceilDiv(ceilDiv(max(pl.K, 1), max(n, 1)), c.BK) * c.BK
 	c.Splits = ceilDiv(max(pl.K, 1), c.KC)
-	return c
+}
+
+// gemmBlocks are the work-group tiles the template is written for, with
+// the work each item (SIMT) or warp grid (MMA) takes: a block of 32 only
+// on the ordinary cores.
+var gemmBlocks = []gemmConfig{
+	{BM: 32, BN: 32, TM: 2, TN: 2},
+	{BM: 64, BN: 64, TM: 4, TN: 4, WM: 2, WN: 2},
+	{BM: 128, BN: 128, TM: 8, TN: 8, WM: 2, WN: 4},
+}
+
+// tiledGEMM returns the configuration of tiling t for the plan, or why the
+// device cannot run it.
+func (r *renderer) tiledGEMM(pl *gemmPlan, dt tile.DType, t kir.Tiling) (gemmConfig, error) {
+	if t.Matrix != "" && (t.Matrix != r.t.MMA || dt != tile.Float32) {
+		return gemmConfig{}, fmt.Errorf("tiling %s: the device's %v products have no matrix instruction %q", t.String(), dt, t.Matrix)
+	}
+	if t.BK != panelDepth(dt) {
+		return gemmConfig{}, fmt.Errorf("tiling %s: %v panels are %d deep", t.String(), dt, panelDepth(dt))
+	}
+	for _, c := range gemmBlocks {
+		if c.BM != t.BM || c.BN != t.BN || (t.Matrix != "" && c.WM == 0) {
+			continue
+		}
+		c.MMA, c.BK = t.Matrix, t.BK
+		if c.MMA != "" {
+			c.TM, c.TN = 0, 0
+		} else {
+			c.WM, c.WN = 0, 0
+		}
+		if t.Parts > max(pl.K/c.BK, 1) {
+			return gemmConfig{}, fmt.Errorf("tiling %s: %d parts of a sum of %d", t.String(), t.Parts, pl.K)
+		}
+		c.split(pl, max(t.Parts, 1))
+		return c, nil
+	}
+	return gemmConfig{}, fmt.Errorf("tiling %s: no such block for the matrix-product template", t.String())
+}
+
+// tilingOf is the kir form of a configuration.
+func tilingOf(c gemmConfig) kir.Tiling {
+	return kir.Tiling{BM: c.BM, BN: c.BN, BK: c.BK, Matrix: c.MMA, Parts: c.Splits}
+}
+
+// tuneSpace returns the model's tiling of kernel k and the tilings the
+// device can run it with: each block on the ordinary cores and, where the
+// model may choose the tensor cores for float32, on them; the sum in 1, 2,
+// 4, … parts, each of at least four panels.
+func (r *renderer) tuneSpace(k *kir.Kernel) (kir.Tiling, []kir.Tiling) {
+	ch := r.chooseStrategy(k)
+	if ch.kind != "gemm" {
+		return kir.Tiling{}, nil
+	}
+	pl, dt := ch.gemm, k.Body.DType
+	mc, err := r.chooseGEMM(pl, dt, nil)
+	if err != nil {
+		return kir.Tiling{}, nil
+	}
+	model := tilingOf(mc)
+	matrices := []string{""}
+	if r.t.MMA != "" && dt == tile.Float32 {
+		matrices = append(matrices, r.t.MMA)
+	}
+	var space []kir.Tiling
+	for _, m := range matrices {
+		for _, b := range gemmBlocks {
+			for parts := 1; parts == 1 || pl.K >= 4*b.BK*parts && parts <= 16; parts *= 2 {
+				t := kir.Tiling{BM: b.BM, BN: b.BN, BK: panelDepth(dt), Matrix: m, Parts: parts}
+				if _, err := r.tiledGEMM(pl, dt, t); err == nil {
+					space = append(space, t)
+				}
+			}
+		}
+	}
+	if !slices.ContainsFunc(space, model.Same) {
+		space = append(space, model)
+	}
+	return model, space
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -360,7 +457,10 @@ func argList(ids map[int]bool, first int) string {
 // sums the splits' partial products and stores through the epilogue).
 func (r *renderer) renderGEMM(i int, k *kir.Kernel, pl *gemmPlan) error {
 	dt := k.Body.DType
-	cfg := r.chooseGEMM(pl, dt)
+	cfg, err := r.chooseGEMM(pl, dt, k.Schedule.Tiling)
+	if err != nil {
+		return err
+	}
 	wide := needWide(r.p, k) || pl.B*pl.M*pl.N*cfg.Splits >= 1<<31
 	if wide {
 		// Matrix indices stay int; only kernels whose buffers need 64-bit
@@ -412,13 +512,17 @@ func (r *renderer) renderGEMM(i int, k *kir.Kernel, pl *gemmPlan) error {
 		sepA: sepA, sepB: sepB}
 	body := viewPrologue(args) + g.kernel()
 	local := cfg.threads()
-	fmt.Fprintf(&r.out, "// %s\n__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s) {\n%s}\n", cfg, local, fn, params, body)
+	from := ""
+	if t := k.Schedule.Tiling; t != nil && t.From != "" {
+		from = " (" + t.From + ")"
+	}
+	fmt.Fprintf(&r.out, "// %s%s\n__kernel __attribute__((reqd_work_group_size(%d, 1, 1)))\nvoid %s(%s) {\n%s}\n", cfg, from, local, fn, params, body)
 	groups := ceilDiv(pl.M, cfg.BM) * ceilDiv(pl.N, cfg.BN) * pl.B * cfg.Splits
 	strategy := "gemm"
 	if cfg.MMA != "" {
 		strategy = "gemm-" + cfg.MMA
 	}
-	r.r.Launches = append(r.r.Launches, launchPlan{Fn: fn, Kernel: i, Strategy: strategy + " " + cfg.String(), Args: args,
+	r.r.Launches = append(r.r.Launches, launchPlan{Fn: fn, Kernel: i, Strategy: strategy + " " + cfg.String() + from, Args: args,
 		Global: groups * local, Local: local, Fixed: true})
 	if cfg.Splits == 1 {
 		return nil

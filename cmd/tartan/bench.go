@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/tartanml/tartan/tune"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -535,9 +536,19 @@ func emptyCaches() (restore func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench --suite: an empty cache directory: %w", err)
 	}
+	// The tuner's decisions are not a cache of compiled code: they stay.
+	oldTune, hadTune := os.LookupEnv(tune.EnvCache)
+	if p, err := tune.DefaultPath(); err == nil {
+		os.Setenv(tune.EnvCache, p)
+	}
 	old, had := os.LookupEnv("XDG_CACHE_HOME")
 	os.Setenv("XDG_CACHE_HOME", dir)
 	return func() {
+		if hadTune {
+			os.Setenv(tune.EnvCache, oldTune)
+		} else {
+			os.Unsetenv(tune.EnvCache)
+		}
 		if had {
 			os.Setenv("XDG_CACHE_HOME", old)
 		} else {

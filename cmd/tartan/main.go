@@ -108,6 +108,14 @@
 //	70  internal error: a bug in tartan; the message and the stack trace go
 //	    to stderr
 //
+// tune runs bench --suite or bench --onnx (with their flags) with the
+// measuring tuner on: each program's matrix-product kernels that the
+// tuning cache ($XDG_CACHE_HOME/tartan/tune.json, or $TARTAN_TUNE_CACHE)
+// does not hold for the device are timed under a beam (--beam N, 4) of
+// candidate tilings, and the fastest is cached; bench then measures with
+// them, and every later run on that device applies them. TARTAN_TUNE=N
+// makes any command tune this way as it compiles.
+//
 // With TARTAN_CPUPROFILE=FILE in the environment, any command writes a Go
 // CPU profile of its host work to FILE (read it with go tool pprof).
 //
@@ -188,6 +196,9 @@ var commands = map[string]command{
 	"setup": setupCommand,
 	"bench": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return benchCommand(args, stdout, stderr)
+	},
+	"tune": func(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return tuneCommand(args, stdout, stderr)
 	},
 }
 
@@ -276,6 +287,7 @@ func usage(w io.Writer) {
   tartan bench [--device ID] [--steps N] [--repeat R] [--json FILE]
   tartan bench --suite [--fragments] [--only NAMES] [--peer FILE] [--json FILE]
   tartan bench --onnx MODEL.onnx [--batch N] [--device ID] [--json FILE]
+  tartan tune [--beam N] --suite|--onnx MODEL.onnx [bench flags]
 
 fit trains a model on Fashion-MNIST (NAME: fashion-cnn, fashion-lstm,
 fashion-mlp, fashion-vit); MODEL and FILE are models saved by tartan fit --save.

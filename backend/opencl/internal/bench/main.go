@@ -28,6 +28,7 @@ import (
 	"github.com/tartanml/tartan/device"
 	"github.com/tartanml/tartan/op"
 	"github.com/tartanml/tartan/tile"
+	"github.com/tartanml/tartan/tune"
 )
 
 type result struct {
@@ -134,6 +135,10 @@ func measure(c opencl.Candidate, precision string, tileSize, n, runs int, a, b [
 	g.SetOutput("c", op.MatMul(g, x, y))
 	t0 := time.Now()
 	p, err := compile.Compile(g, d.Target())
+	if err == nil && tileSize == 0 {
+		// The tuner's cached decision (searched first with $TARTAN_TUNE).
+		p, err = tune.Prepare(p, d)
+	}
 	if err != nil {
 		res.Error = err.Error()
 		return res
