@@ -177,11 +177,17 @@ func (c *gemmConfig) split(pl *gemmPlan, n int) {
 }
 
 // gemmBlocks are the work-group tiles the template is written for, with
-// the work each item (SIMT) or warp grid (MMA) takes: a block of 32 only
-// on the ordinary cores.
+// the work each item takes on the ordinary cores (TM×TN) and the grid of
+// warps on the tensor cores (WM×WN, each warp a tile of 16-row by 8-column
+// instructions). The cost model picks among the square ones; the tuner may
+// pick any.
 var gemmBlocks = []gemmConfig{
-	{BM: 32, BN: 32, TM: 2, TN: 2},
+	{BM: 32, BN: 32, TM: 2, TN: 2, WM: 1, WN: 1},
+	{BM: 32, BN: 64, TM: 2, TN: 4, WM: 1, WN: 2},
+	{BM: 64, BN: 32, TM: 4, TN: 2, WM: 2, WN: 1},
 	{BM: 64, BN: 64, TM: 4, TN: 4, WM: 2, WN: 2},
+	{BM: 64, BN: 128, TM: 4, TN: 8, WM: 2, WN: 2},
+	{BM: 128, BN: 64, TM: 8, TN: 4, WM: 2, WN: 2},
 	{BM: 128, BN: 128, TM: 8, TN: 8, WM: 2, WN: 4},
 }
 
@@ -195,7 +201,7 @@ func (r *renderer) tiledGEMM(pl *gemmPlan, dt tile.DType, t kir.Tiling) (gemmCon
 		return gemmConfig{}, fmt.Errorf("tiling %s: %v panels are %d deep", t.String(), dt, panelDepth(dt))
 	}
 	for _, c := range gemmBlocks {
-		if c.BM != t.BM || c.BN != t.BN || (t.Matrix != "" && c.WM == 0) {
+		if c.BM != t.BM || c.BN != t.BN {
 			continue
 		}
 		c.MMA, c.BK = t.Matrix, t.BK
