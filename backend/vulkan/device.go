@@ -102,6 +102,7 @@ type config struct {
 	staging  bool
 	cacheDir *string
 	matmul   string
+	rng      uint64
 }
 
 // Matrix-product precisions of float32 "gemm" kernels.
@@ -136,6 +137,12 @@ func WithCacheDir(dir string) Option { return func(c *config) { c.cacheDir = &di
 // host-visible (a CPU or an integrated GPU), as on a discrete GPU; for
 // tests and measurement.
 func WithStaging() Option { return func(c *config) { c.staging = true } }
+
+// WithStorageRange makes bindings take n bytes (at least
+// minStorageBufferOffsetAlignment) as the device's maxStorageBufferRange
+// where n is less, so that buffers larger than n are bound as several
+// descriptors; for tests.
+func WithStorageRange(n uint64) Option { return func(c *config) { c.rng = n } }
 
 // Open opens the device with the given id.
 func Open(id string, opts ...Option) (*Device, error) {
@@ -225,6 +232,10 @@ func OpenCandidate(c Candidate, opts ...Option) (*Device, error) {
 		NaNPreserve32:    pd.NaNPreserve32,
 		NaNPreserve64:    pd.NaNPreserve64 && vd.Enabled.ShaderFloat64,
 		Coop:             coop,
+		StorageRange:     uint64(l.MaxStorageBufferRange),
+	}
+	if cfg.rng > 0 { // descriptors start at multiples of the alignment
+		d.target.StorageRange = min(d.target.StorageRange, max(cfg.rng, l.MinStorageBufferOffsetAlignment, 8))
 	}
 	if err := d.chooseMemory(); err != nil {
 		vd.Destroy()
@@ -465,7 +476,7 @@ func (d *Device) Describe() string {
 	if s := d.target.Coop; s.M > 0 {
 		coop += fmt.Sprintf(", products on %d×%d×%d", s.M, s.N, s.K)
 	}
-	return fmt.Sprintf("%s %q (%s, %s)\n  %s\n  work-groups up to %d, sub-groups of %d, %d KiB shared memory, storage buffers up to %d MiB, %d MiB device-local\n  int64 %v, float64 %v, float16 %v; cooperative matrix: %s; matrix products %s; %s",
+	return fmt.Sprintf("%s %q (%s, %s)\n  %s\n  work-groups up to %d, sub-groups of %d, %d KiB shared memory, storage buffers up to %d MiB (larger ones split), %d MiB device-local\n  int64 %v, float64 %v, float16 %v; cooperative matrix: %s; matrix products %s; %s",
 		d.cand.ID, pd.Name, pd.TypeName(), vendorName(pd.VendorID), d.Info().Driver,
 		d.target.MaxWorkGroupSize, pd.SubgroupSize, l.MaxComputeSharedMemorySize>>10, l.MaxStorageBufferRange>>20, pd.DeviceLocalBytes()>>20,
 		d.vk.Enabled.ShaderInt64, d.vk.Enabled.ShaderFloat64, pd.Features.ShaderFloat16, coop, d.cfg.matmul, mem)

@@ -10,9 +10,11 @@
 //
 // An Executable holds one storage buffer per slot of the program (views
 // lie inside their parent's slot, reached through element offsets passed
-// as push constants), one compute pipeline and descriptor set per kernel,
-// and the whole program recorded once into one command buffer: every
-// dispatch followed by a compute-to-compute barrier, a step loop's
+// as push constants; a buffer larger than maxStorageBufferRange is bound
+// as several descriptors, consecutive ranges of a power of two of bytes,
+// one chosen per element), one compute pipeline and descriptor set per
+// kernel, and the whole program recorded once into one command buffer:
+// every dispatch followed by a compute-to-compute barrier, a step loop's
 // kernels recorded once per step with that step's offsets. Run waits for
 // the previous run, copies in what the host wrote since and submits the
 // same command buffer again, so a training step costs one submission.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,7 +35,7 @@ type Executable struct {
 	// it grows as needed.
 	staging hostBuffer
 
-	layouts    map[int]pipelineLayout // by binding count
+	layouts    map[int]pipelineLayout // by descriptor count
 	pipes      []pipe
 	descPool   vk.DescriptorPool
 	cmdPool    vk.CommandPool
@@ -166,15 +167,23 @@ func (d *Device) checkKernel(p *kir.Program, i int, k *spirv.Kernel) error {
 		return bad("the shader is not a SPIR-V module (%d words)", len(k.Words))
 	case len(k.Writes) != len(k.Bindings):
 		return bad("%d bindings but %d write flags", len(k.Bindings), len(k.Writes))
-	case len(k.Bindings) > int(l.MaxPerStageDescriptorStorageBuffers):
-		return bad("%d storage buffers, more than the device's %d per shader", len(k.Bindings), l.MaxPerStageDescriptorStorageBuffers)
+	case k.Chunks != nil && len(k.Chunks) != len(k.Bindings):
+		return bad("%d bindings but %d descriptor counts", len(k.Bindings), len(k.Chunks))
 	case k.PushConstantBytes() > int(l.MaxPushConstantsSize):
 		return bad("%d bytes of push constants, more than the device's %d", k.PushConstantBytes(), l.MaxPushConstantsSize)
 	}
-	for _, b := range k.Bindings {
+	cs, descs := chunks(k)
+	for j, b := range k.Bindings {
 		if b < 0 || b >= len(p.Buffers) {
 			return bad("binds missing buffer %d", b)
 		}
+		if want := d.target.Chunks(p, b); cs[j] != want {
+			return bad("binds b%d as %d descriptors, but its storage spans %d of at most %d bytes", b, cs[j], want, d.target.ChunkBytes())
+		}
+	}
+	if lim := min(l.MaxPerStageDescriptorStorageBuffers, l.MaxDescriptorSetStorageBuffers); descs > int(lim) {
+		return bad("%d storage-buffer descriptors (buffers over %d bytes take one per %d bytes: %v), more than the device's %d per shader",
+			descs, d.target.StorageRange, d.target.ChunkBytes(), cs, lim)
 	}
 	if empty(k) {
 		return nil // nothing to dispatch
@@ -278,7 +287,7 @@ func (e *Executable) load(sizes []uint64, kernels []*spirv.Kernel) error {
 }
 
 // checkMemory refuses a program that cannot fit before anything is
-// allocated: a slot larger than a storage buffer may be or than one
+// allocated: a buffer beyond 32-bit indices, a slot larger than one
 // allocation may be, or more storage in all than the device-local heap.
 func (d *Device) checkMemory(p *kir.Program, sizes []uint64) error {
 	pd := d.cand.Device
@@ -286,16 +295,18 @@ func (d *Device) checkMemory(p *kir.Program, sizes []uint64) error {
 		return fmt.Errorf("vulkan: program %q has %d storage slots, more than the %d allocations %s %q allows (one per slot, and a staging buffer)",
 			p.Name, len(sizes), m, d.cand.ID, pd.Name)
 	}
+	for _, b := range p.Buffers {
+		if b.View == nil && b.Size() >= math.MaxInt32 {
+			return fmt.Errorf("vulkan: program %q: %s: buffer b%d has %d elements (%d bytes), more than the 2³¹−1 that 32-bit indices reach (%s %q: maxStorageBufferRange %d)",
+				p.Name, slotDescription(p, b.Slot), b.ID, b.Size(), uint64(b.Size())*uint64(spirv.StorageBytes(b.DType)), d.cand.ID, pd.Name, pd.Limits.MaxStorageBufferRange)
+		}
+	}
 	var total uint64
 	best := 0
 	for s, n := range sizes {
 		total += n
 		if n > sizes[best] {
 			best = s
-		}
-		if n > uint64(pd.Limits.MaxStorageBufferRange) {
-			return fmt.Errorf("vulkan: program %q: %s needs a storage buffer of %d bytes, more than %s %q allows (maxStorageBufferRange %d)",
-				p.Name, slotDescription(p, s), n, d.cand.ID, pd.Name, pd.Limits.MaxStorageBufferRange)
 		}
 		if m := pd.MaxMemoryAllocationSize; m > 0 && n > m {
 			return d.outOfMemory(p, slotDescription(p, s), n, 0, fmt.Errorf("larger than the device's largest allocation (%d bytes)", m))
@@ -387,7 +398,8 @@ func (e *Executable) buildPipelines(kernels []*spirv.Kernel) error {
 	d, p, vd := e.d, e.p, e.d.vk
 	storage := 0
 	for _, k := range kernels {
-		storage += len(k.Bindings)
+		_, n := chunks(k)
+		storage += n
 	}
 	var err error
 	if e.descPool, err = vd.NewDescriptorPool(len(kernels), storage); err != nil {
@@ -406,7 +418,8 @@ func (e *Executable) buildPipelines(kernels []*spirv.Kernel) error {
 }
 
 func (e *Executable) buildPipeline(pp *pipe) error {
-	vd, k, n := e.d.vk, pp.k, len(pp.k.Bindings)
+	vd, k := e.d.vk, pp.k
+	cs, n := chunks(k)
 	pl, ok := e.layouts[n]
 	var err error
 	if !ok {
@@ -435,12 +448,35 @@ func (e *Executable) buildPipeline(pp *pipe) error {
 	if pp.set, err = vd.AllocateSet(e.descPool, pl.set); err != nil {
 		return err
 	}
-	bufs := make([]vk.BufferRange, n)
+	// A binding spans its slot, or the storage range from its start (all
+	// that a buffer of one descriptor reaches); a split one's descriptors
+	// (see spirv.Kernel) span consecutive ChunkBytes of it.
+	rng, cb := e.d.target.StorageRange, e.d.target.ChunkBytes()
+	bufs, extra := make([]vk.BufferRange, len(k.Bindings)), []vk.BufferRange(nil)
 	for j, b := range k.Bindings {
-		bufs[j] = vk.BufferRange{Buffer: e.slots[e.p.Buffers[b].Slot].buf}
+		s := e.slots[e.p.Buffers[b].Slot]
+		bufs[j] = vk.BufferRange{Buffer: s.buf, Size: min(s.size, rng)}
+		if c := cs[j]; c > 1 {
+			bufs[j].Size = cb
+			for off := cb; off < uint64(c)*cb; off += cb {
+				extra = append(extra, vk.BufferRange{Buffer: s.buf, Offset: off, Size: min(cb, s.size-off)})
+			}
+		}
 	}
-	vd.WriteStorageSet(pp.set, bufs)
+	vd.WriteStorageSet(pp.set, append(bufs, extra...))
 	return nil
+}
+
+// chunks returns the descriptors of each binding of k, and their sum.
+func chunks(k *spirv.Kernel) ([]int, int) {
+	cs, n := k.Chunks, 0
+	if cs == nil {
+		cs = slices.Repeat([]int{1}, len(k.Bindings))
+	}
+	for _, c := range cs {
+		n += c
+	}
+	return cs, n
 }
 
 // record records the whole program into the main command buffer: each

@@ -25,10 +25,10 @@ const (
 	opSGreaterThan, opSGreaterEqual, opULessThan, opSLessThan        = 173, 175, 176, 177
 	opSLessEqual, opFOrdEqual, opFUnordNotEqual, opFOrdLessThan      = 179, 180, 183, 184
 	opFOrdGreaterThan, opFOrdLessEqual, opFOrdGreaterEq              = 186, 188, 190
-	opShiftRightLogic, opBitwiseXor                                  = 194, 198
+	opShiftRightLogic, opShiftRightArith, opBitwiseXor, opBitwiseAnd = 194, 195, 198, 199
 	opLoopMerge, opSelectionMerge, opLabel, opBranch, opBranchCond   = 246, 247, 248, 249, 250
 	opReturn, opTypeArray, opControlBarrier, opExtension             = 253, 28, 224, 10
-	opConstantNull                                                   = 46
+	opConstantNull, opPhi, opSwitch                                  = 46, 245, 251
 	// SPV_KHR_cooperative_matrix.
 	opTypeCoopMatrix, opCoopMatrixLoad, opCoopMatrixStore, opCoopMatrixMulAdd = 4456, 4457, 4458, 4459
 
@@ -301,6 +301,34 @@ func (m *module) ifThen(cond uint32, then func()) {
 	then()
 	m.do(opBranch, merge)
 	m.label(merge)
+}
+
+// cases emits structured code that runs body(j) for j = sel (an int32 id)
+// among 0 … n-1 (n-1 for any other), and returns the OpPhi of the values
+// of type t that the bodies, blocks without branches, return (0 for t 0).
+func (m *module) cases(sel uint32, n int, t uint32, body func(j int) uint32) uint32 {
+	labels := make([]uint32, n)
+	for j := range labels {
+		labels[j] = m.id()
+	}
+	merge := m.id()
+	m.do(opSelectionMerge, merge, 0)
+	sw := []uint32{sel, labels[n-1]}
+	for j := range n - 1 {
+		sw = append(sw, uint32(j), labels[j])
+	}
+	m.do(opSwitch, sw...)
+	var phi []uint32
+	for j, l := range labels {
+		m.label(l)
+		phi = append(phi, body(j), l)
+		m.do(opBranch, merge)
+	}
+	m.label(merge)
+	if t == 0 {
+		return 0
+	}
+	return m.op(opPhi, t, phi...)
 }
 
 // loop emits the structured loop for (v = lo; v < hi; v += step) over

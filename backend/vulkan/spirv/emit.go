@@ -3,6 +3,7 @@ package spirv
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
@@ -37,10 +38,13 @@ func kindOf(dt tile.DType) kind {
 
 func (k kind) isFloat() bool { return k >= kF32 }
 
-// binding is one storage buffer of the kernel: its variable, the element
-// type of its storage and the SSA id of its base element offset.
+// binding is one storage buffer of the kernel: its variables (one per
+// descriptor, of 2^shift elements each where there are several), the
+// element type of its storage and the SSA id of its base element offset.
 type binding struct {
-	v, elem, base uint32
+	vs         []uint32
+	elem, base uint32
+	shift      int
 }
 
 type emitter struct {
@@ -64,7 +68,8 @@ type emitter struct {
 // (kir.ScatterView). A "gemm" schedule runs as a tiled product (see
 // tiled), and a long reduction into few points as a work-group per point
 // (see lanes). Each kir buffer has a binding of its own, even when two
-// share a slot (those are decorated Aliased). Index arithmetic is 32-bit:
+// share a slot (those are decorated Aliased), or several where its
+// storage exceeds t.StorageRange (see Kernel). Index arithmetic is 32-bit:
 // buffers, storage or loop spaces of 2³¹ elements or more are refused, as
 // are 64-bit types the target lacks. A malformed kernel (see
 // kir.Program.Validate) gives an error, never a panic or invalid module.
@@ -157,7 +162,7 @@ func (e *emitter) kernel() (*Kernel, error) {
 	if total >= maxElems || total != p.Buffers[k.Out].Size() {
 		return nil, fmt.Errorf("loop space %v does not fit output b%d%v in 32-bit offsets", k.Shape, k.Out, p.Buffers[k.Out].Shape)
 	}
-	res := &Kernel{Name: k.Name, Bindings: ids, Writes: make([]bool, len(ids))}
+	res := &Kernel{Name: k.Name, Bindings: ids, Writes: make([]bool, len(ids)), Chunks: make([]int, len(ids))}
 	res.Writes[0] = true
 	sv := k.Schedule.Scatter
 	scatter := k.Schedule.Strategy == "scatter" && sv != nil && scatterable(p, k, sv)
@@ -199,20 +204,30 @@ func (e *emitter) kernel() (*Kernel, error) {
 	}
 	pc := m.variable(scPushConstant, pcT)
 	m.name(pc, "offsets")
+	extra := len(ids)
 	for i, id := range ids {
 		b := p.Buffers[id]
 		elem, stride := e.storage(b.DType)
-		v := m.variable(scStorageBuffer, m.tBlock(elem, stride))
-		m.name(v, fmt.Sprintf("b%d", id))
-		m.decorate(v, decDescriptorSet, 0)
-		m.decorate(v, decBinding, uint32(i))
-		if i > 0 {
-			m.decorate(v, decNonWritable)
+		// A split binding's first descriptor is binding i, the others
+		// follow the last first one.
+		bd, n := &binding{elem: elem, shift: bits.TrailingZeros64(e.t.ChunkBytes() / uint64(stride))}, e.t.Chunks(p, id)
+		for c := range n {
+			v, at, name := m.variable(scStorageBuffer, m.tBlock(elem, stride)), i, fmt.Sprintf("b%d", id)
+			if c > 0 {
+				at, name, extra = extra, fmt.Sprintf("b%d_%d", id, c), extra+1
+			}
+			m.name(v, name)
+			m.decorate(v, decDescriptorSet, 0)
+			m.decorate(v, decBinding, uint32(at))
+			if i > 0 {
+				m.decorate(v, decNonWritable)
+			}
+			if slots[b.Slot] > 1 {
+				m.decorate(v, decAliased)
+			}
+			bd.vs = append(bd.vs, v)
 		}
-		if slots[b.Slot] > 1 {
-			m.decorate(v, decAliased)
-		}
-		e.bind[id] = &binding{v: v, elem: elem}
+		res.Chunks[i], e.bind[id] = n, bd
 	}
 
 	// The entry block loads every base offset, so that they dominate all
@@ -521,12 +536,33 @@ func b2i(b bool) int {
 	return 0
 }
 
-// element returns a pointer to element off (an int32 id, relative to the
-// buffer's base) of buffer id.
+// element returns the index of element off (an int32 id, relative to the
+// buffer's base) of buffer id in its slot.
 func (e *emitter) element(id int, off uint32) uint32 {
+	return e.m.op(opIAdd, e.m.tInt(32, true), e.bind[id].base, off)
+}
+
+// access calls f with a pointer to element idx (an int32 id ≥ 0, from the
+// start of the slot) of buffer id and returns what f returns, a value of
+// type t (0: none). A split binding's element is element idx mod 2^shift
+// of descriptor idx >> shift, reached in the case of a switch: bindings
+// are not indexed, which would need non-uniform indexing.
+func (e *emitter) access(id int, idx uint32, t uint32, f func(ptr uint32) uint32) uint32 {
 	m, b := e.m, e.bind[id]
-	idx := m.op(opIAdd, m.tInt(32, true), b.base, off)
-	return m.op(opAccessChain, m.tPtr(scStorageBuffer, b.elem), b.v, e.ci(0), idx)
+	pt := m.tPtr(scStorageBuffer, b.elem)
+	if len(b.vs) == 1 {
+		return f(m.op(opAccessChain, pt, b.vs[0], e.ci(0), idx))
+	}
+	i32 := m.tInt(32, true)
+	c := m.op(opShiftRightArith, i32, idx, e.ci(b.shift))
+	r := m.op(opBitwiseAnd, i32, idx, e.ci(1<<b.shift-1))
+	return m.cases(c, len(b.vs), t, func(j int) uint32 { return f(m.op(opAccessChain, pt, b.vs[j], e.ci(0), r)) })
+}
+
+// loadAt loads element idx of buffer id's slot as its storage type.
+func (e *emitter) loadAt(id int, idx uint32) uint32 {
+	elem := e.bind[id].elem
+	return e.access(id, idx, elem, func(ptr uint32) uint32 { return e.m.op(opLoad, elem, ptr) })
 }
 
 // store writes v, a value of buffer id's dtype, to element off.
@@ -534,12 +570,12 @@ func (e *emitter) store(id int, off, v uint32) {
 	if e.p.Buffers[id].DType == tile.Bool {
 		v = e.m.op(opSelect, e.m.tInt(32, true), v, e.ci(1), e.ci(0))
 	}
-	e.m.do(opStore, e.element(id, off), v)
+	e.access(id, e.element(id, off), 0, func(ptr uint32) uint32 { e.m.do(opStore, ptr, v); return 0 })
 }
 
 // read loads element off of buffer id as a value of its dtype.
 func (e *emitter) read(id int, off uint32) uint32 {
-	v := e.m.op(opLoad, e.bind[id].elem, e.element(id, off))
+	v := e.loadAt(id, e.element(id, off))
 	if e.p.Buffers[id].DType == tile.Bool {
 		v = e.m.op(opINotEqual, e.m.tBool(), v, e.ci(0))
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,7 +78,7 @@ func compileCase(t *testing.T, b *conformance.Builder) *kir.Program {
 func TestConformanceKernelsValidate(t *testing.T) {
 	val := tool(t, "spirv-val")
 	dir := t.TempDir()
-	n, minimal := 0, 0
+	n, minimal, split := 0, 0, 0
 	for name, p := range conformancePrograms(t) {
 		for i := range p.Kernels {
 			k, err := Emit(p, i, full)
@@ -90,6 +91,19 @@ func TestConformanceKernelsValidate(t *testing.T) {
 			if err := validate(val, dir, file, k.Words); err != nil {
 				t.Errorf("%s kernel %d (%s): %v\n%s", name, i, p.Kernels[i].Name, err, p.Kernels[i])
 			}
+			// Descriptors that every buffer fits in change nothing;
+			// descriptors of 1 KiB split the larger buffers.
+			if wide, err := Emit(p, i, withRange(full, 1<<30)); err != nil || !slices.Equal(wide.Words, k.Words) || slices.Max(wide.Chunks) != 1 {
+				t.Errorf("%s kernel %d (%s): with a storage range every buffer fits in, the module changed (%v)", name, i, p.Kernels[i].Name, err)
+			}
+			if sk, err := Emit(p, i, withRange(full, 1<<10)); err != nil {
+				t.Errorf("%s kernel %d (%s) with split bindings: %v", name, i, p.Kernels[i].Name, err)
+			} else if slices.Max(sk.Chunks) > 1 {
+				split++
+				if err := validate(val, dir, file+"_split", sk.Words); err != nil {
+					t.Errorf("%s kernel %d (%s) with split bindings %v: %v", name, i, p.Kernels[i].Name, sk.Chunks, err)
+				}
+			}
 			// Without 64-bit types, the kernels that need none take the
 			// 32-bit conversions.
 			if k, err = Emit(p, i, Target{}); err != nil {
@@ -101,8 +115,13 @@ func TestConformanceKernelsValidate(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d kernels emitted and validated, %d of them for a device without 64-bit types too", n, minimal)
+	t.Logf("%d kernels emitted and validated, %d of them for a device without 64-bit types too, %d with split bindings", n, minimal, split)
+	if split < 50 {
+		t.Errorf("only %d kernels have buffers over 1 KiB", split)
+	}
 }
+
+func withRange(t Target, n uint64) Target { t.StorageRange = n; return t }
 
 // TestCornerKernelsValidate emits the hand-written corner kernels, and an
 // elementwise kernel too large for one row of work-groups, and validates

@@ -3,7 +3,12 @@
 // module of 32-bit words that the runtime hands to vkCreateShaderModule.
 package spirv
 
-import "github.com/tartanml/tartan/tile"
+import (
+	"math/bits"
+
+	"github.com/tartanml/tartan/kir"
+	"github.com/tartanml/tartan/tile"
+)
 
 // Target is what the device offers the emitter: its limits, and the
 // optional features the runtime enabled when it created the device.
@@ -32,6 +37,33 @@ type Target struct {
 	// coop.go. The runtime sets it only where the device reports the shape
 	// and it enabled the extension and the 16-bit type.
 	Coop CoopShape
+	// StorageRange, when not 0, is the most bytes one storage-buffer
+	// descriptor may span (maxStorageBufferRange). A buffer whose storage
+	// (its own elements, or those of the buffer it views) spans more is
+	// split: bound as several descriptors over consecutive ChunkBytes of
+	// its slot (see Kernel.Chunks).
+	StorageRange uint64
+}
+
+// ChunkBytes returns the bytes of each descriptor of a split binding: the
+// largest power of two within StorageRange, so that an element's
+// descriptor and its place there are a shift and a mask of its index.
+func (t Target) ChunkBytes() uint64 { return 1 << max(bits.Len64(t.StorageRange), 1) >> 1 }
+
+// Chunks returns the descriptors that binding buffer id of p takes on t:
+// 1, or as many ChunkBytes ranges as its storage spans where that is
+// more than StorageRange.
+func (t Target) Chunks(p *kir.Program, id int) int {
+	b := p.Buffers[id]
+	if b.View != nil {
+		b = p.Buffers[b.View.Of]
+	}
+	n := uint64(b.Size()) * uint64(StorageBytes(b.DType))
+	if t.StorageRange == 0 || n <= t.StorageRange {
+		return 1
+	}
+	c := t.ChunkBytes()
+	return int((n + c - 1) / c)
 }
 
 // CoopShape is a sub-group-scope cooperative-matrix product that the
@@ -48,7 +80,11 @@ type CoopShape struct {
 // each buffer once), written by the kernel when Writes[i]. The
 // push-constant block holds a 32-bit element offset per binding: where
 // the buffer starts in its slot, in elements of its storage type
-// (kir.Buffer.Base at the current step). LocalSize is the work-group
+// (kir.Buffer.Base at the current step). Binding i takes Chunks[i]
+// descriptors (nil: one each): where that is more than one, binding i is
+// the first ChunkBytes of the slot, and bindings after len(Bindings)
+// (those of binding 0 first) hold its next Chunks[i]-1 (see
+// Target.StorageRange). LocalSize is the work-group
 // size and Groups the work-groups to dispatch, all 0 when the kernel has
 // no points.
 type Kernel struct {
@@ -56,6 +92,7 @@ type Kernel struct {
 	Words             []uint32
 	Bindings          []int
 	Writes            []bool
+	Chunks            []int
 	LocalSize, Groups [3]int
 }
 

@@ -376,8 +376,7 @@ func (p *stagePlan) stage(k0, off uint32, conv func(uint32) uint32) {
 				// Where a guard fails the read is of the buffer's
 				// first element, which exists.
 				at := m.op(opSelect, i32, in, f.sum(s.outer[0], dp.red[0], 0), base)
-				b := e.bind[p.sep.Buf]
-				val = m.op(opLoad, b.elem, m.op(opAccessChain, m.tPtr(scStorageBuffer, b.elem), b.v, e.ci(0), at))
+				val = e.loadAt(p.sep.Buf, at)
 				val = e.convert(e.p.Buffers[p.sep.Buf].DType, p.x.DType, val)
 			} else {
 				vs := append([]uint32(nil), s.vars...)
