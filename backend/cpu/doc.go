@@ -27,7 +27,10 @@
 //     im2col with incremental offsets and merged copies), applying the
 //     Epilogue to the output rows while they are in cache (epilogue.go);
 //     products with at most four columns or rows go to gemv.go, which runs
-//     dot products in place over the intervals where every condition holds;
+//     dot products in place over the intervals where every condition holds,
+//     or, when the sum is too short per run for dot products (a depthwise
+//     convolution), adds each reduction point's vector value times a run
+//     of the matrix to a run of outputs (axpy form);
 //     the kernels of max pooling over a channel-innermost layout (forward
 //     maximum, first-maximum positions, gradient routing, with or without
 //     a dropout on the routed cotangent, padded or overlapping windows) go

@@ -30,3 +30,37 @@ func simdSumAcc(acc []float64, a []float32, offA []int) int {
 	sumAccF32x8(&acc[0], unsafe.SliceData(a), &offA[0], len(offA), n)
 	return n
 }
+
+//go:noescape
+func axpyF32x8(d, a *float32, w float32, n int)
+
+//go:noescape
+func axpy2F32x8(d, a *float32, w float32, n int)
+
+// simdAxpy is axpy's multiple-of-8 prefix for strides 1 and 2, reading no
+// element of a past the last one the prefix uses but, for stride 2, the one
+// after it when it exists; it returns the prefix's length.
+func simdAxpy(d []float32, w float32, a []float32, off, st int) int {
+	n := len(d) &^ 7
+	if !useSIMD || n == 0 || off < 0 {
+		return 0
+	}
+	switch st {
+	case 1:
+		_ = a[off+n-1]
+		axpyF32x8(&d[0], &a[off], w, n)
+	case 2:
+		// Each group of 8 reads 16 elements, one past its last.
+		if off+2*n > len(a) {
+			n -= 8
+		}
+		if n == 0 {
+			return 0
+		}
+		_ = a[off+2*n-1]
+		axpy2F32x8(&d[0], &a[off], w, n)
+	default:
+		return 0
+	}
+	return n
+}

@@ -134,3 +134,43 @@ s8:
 sdone:
 	VZEROUPPER
 	RET
+
+// func axpyF32x8(d, a *float32, w float32, n int)
+// d[i] += w·a[i] for i < n (a multiple of 8), the product rounded first.
+TEXT ·axpyF32x8(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	VBROADCASTSS w+16(FP), Y7
+	MOVQ n+24(FP), CX
+axpy1:
+	VMULPS (SI), Y7, Y0
+	VADDPS (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ axpy1
+	VZEROUPPER
+	RET
+
+// func axpy2F32x8(d, a *float32, w float32, n int)
+// d[i] += w·a[2i] for i < n (a multiple of 8), reading a[0 … 2n-1].
+TEXT ·axpy2F32x8(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	VBROADCASTSS w+16(FP), Y7
+	MOVQ n+24(FP), CX
+axpy2:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2 // a0 a2 a8 a10 | a4 a6 a12 a14
+	VPERMPD $0xD8, Y2, Y2     // a0 a2 a4 a6 a8 a10 a12 a14
+	VMULPS Y2, Y7, Y2
+	VADDPS (DI), Y2, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ axpy2
+	VZEROUPPER
+	RET

@@ -5,3 +5,5 @@ package cpu
 func simdDotAcc([]float64, []float32, []float32, []int, []int) int { return 0 }
 
 func simdSumAcc([]float64, []float32, []int) int { return 0 }
+
+func simdAxpy([]float32, float32, []float32, int, int) int { return 0 }

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 )
@@ -36,16 +38,27 @@ type gemvKernel struct {
 	pVar   []int // the matrix operand's group
 	jVar   []int // the vector operand's group
 	matRow bool  // the matrix feeds the output's rows (else its columns)
-	pin    int   // position in pVar of the innermost variable with more than one value, -1 if none
-	axis   int   // the innermost K variable with more than one value
-	runLen int   // its extent
-	nb     int
-	np     int
-	nj     int
-	nk     int
-	nseg   int // K points per axis value
-	mat    gemvSide
-	vec    gemvSide
+	// axpy: the sum runs point by point of K (segments of one point), each
+	// adding its vector value times a run of matrix points along
+	// pVar[pin] to a run of outputs (a depthwise convolution, a vector
+	// times a matrix); else dot products along the axis.
+	axpy bool
+	// Axpy form: axLo[s], axHi[s] bound the indices along pVar[pin] where
+	// the matrix's conditions that vary only along it (and with K) hold at
+	// K point s; rowForms are the conditions constant along it, checked
+	// per run, and mixForms the others, narrowed per run.
+	axLo, axHi         []int
+	rowForms, mixForms []int
+	pin                int // position in pVar of the innermost variable with more than one value, -1 if none
+	axis               int // the innermost K variable with more than one value
+	runLen             int // its extent
+	nb                 int
+	np                 int
+	nj                 int
+	nk                 int
+	nseg               int // K points per axis value
+	mat                gemvSide
+	vec                gemvSide
 	// vecPacked holds the vector of every batch point, [nb][nj][nk].
 	vecPacked []float32
 	epi       *epilogueRunner
@@ -68,6 +81,9 @@ const (
 	gemvMaxTable = 1 << 18 // entries of a segment table
 	gemvMaxPack  = 1 << 24 // packed vector elements
 	gemvTaskWork = 1 << 15 // multiply-adds per task
+	gemvMaxAxpyK = 1 << 10 // K points of an axpy-form product
+	axpyBlock    = 256     // outputs an axpy-form sum holds at a time
+	axpyMinRun   = 2       // shortest run of outputs for the axpy form
 )
 
 // affForm is an affine function of the kernel variables' indices (their
@@ -197,17 +213,26 @@ func planGemv(p *kir.Program, k *kir.Kernel, v *kir.GEMMView, r *regs) (*gemvKer
 			break
 		}
 	}
-	if g.axis < 0 || g.ext[g.axis] < gemvMinRun {
-		return nil, false
-	}
-	g.runLen = g.ext[g.axis]
-	g.nseg = g.nk / g.runLen
 	g.pin = -1
 	for i := len(g.pVar) - 1; i >= 0; i-- {
 		if g.ext[g.pVar[i]] > 1 {
 			g.pin = i
 			break
 		}
+	}
+	if g.axis < 0 || g.ext[g.axis] < gemvMinRun {
+		// Too short a sum per segment for dot products: axpy form, when the
+		// matrix's points run long enough along pVar[pin] and the sum is
+		// short.
+		if g.pin < 0 || g.ext[g.pVar[g.pin]] < axpyMinRun || g.nk > gemvMaxAxpyK {
+			return nil, false
+		}
+		g.axpy, g.axis = true, -1
+	}
+	g.runLen, g.nseg = 1, g.nk
+	if !g.axpy {
+		g.runLen = g.ext[g.axis]
+		g.nseg = g.nk / g.runLen
 	}
 
 	s := newSpace(p, k, false, 0)
@@ -248,7 +273,7 @@ func planGemv(p *kir.Program, k *kir.Kernel, v *kir.GEMMView, r *regs) (*gemvKer
 		return nil, false
 	}
 	// The matrix must be contiguous along the axis.
-	if g.mat.forms[0].coef[g.axis] != 1 {
+	if !g.axpy && g.mat.forms[0].coef[g.axis] != 1 {
 		return nil, false
 	}
 	// Conditions on the matrix's variables (or on K and the batch alone)
@@ -277,6 +302,9 @@ func planGemv(p *kir.Program, k *kir.Kernel, v *kir.GEMMView, r *regs) (*gemvKer
 	}
 	g.mat.table(g.ext, kVar, g.axis, g.nseg)
 	g.vec.table(g.ext, kVar, g.axis, g.nseg)
+	if g.axpy {
+		g.planAxpy()
+	}
 	g.vecPacked = make([]float32, g.nb*g.nj*g.nk)
 
 	g.epi = newEpilogueRunner(p, k, r)
@@ -291,12 +319,15 @@ func planGemv(p *kir.Program, k *kir.Kernel, v *kir.GEMMView, r *regs) (*gemvKer
 }
 
 // table fills the side's segment table: the part of every form from the K
-// variables other than the axis, segment by segment in row-major order.
+// variables other than the axis (every K variable when axis < 0, each
+// segment one K point), segment by segment in row-major order.
 func (sd *gemvSide) table(ext, kVar []int, axis, nseg int) {
 	nf := len(sd.forms)
 	sd.axisCoef = make([]int, nf)
 	for f := range sd.forms {
-		sd.axisCoef[f] = sd.forms[f].coef[axis]
+		if axis >= 0 {
+			sd.axisCoef[f] = sd.forms[f].coef[axis]
+		}
 	}
 	sd.seg = make([]int, nseg*nf)
 	idx := make([]int, len(kVar))
@@ -458,6 +489,10 @@ func (g *gemvKernel) runTask(w, t int) {
 	p1 := min(g.np, p0+g.pb)
 	c := g.cTarget(g.x)
 	cOff := b * g.np * g.nj
+	if g.axpy {
+		g.axpys(b, p0, p1, c, cOff)
+		return
+	}
 	g.dots(b, p0, p1, c, cOff)
 }
 
@@ -666,4 +701,124 @@ func dot4(a []float32, st int, w []float32) (float32, float32, float32, float32)
 		s3 += a3[i] * w0
 	}
 	return s0 + t0, s1 + t1, s2 + t2, s3 + t3
+}
+
+// planAxpy sorts the matrix's conditions for the axpy form and tabulates
+// the intervals of those that vary only along pVar[pin] and K.
+func (g *gemvKernel) planAxpy() {
+	sd := &g.mat
+	in := g.pVar[g.pin]
+	for f := range sd.forms {
+		sd.axisCoef[f] = sd.forms[f].coef[in]
+	}
+	nf, ein := len(sd.forms), g.ext[in]
+	var along []int
+	for f := 1; f < nf; f++ {
+		mixed := false
+		for _, v := range slices.Concat(g.batch, g.pVar) {
+			mixed = mixed || v != in && g.ext[v] > 1 && sd.forms[f].coef[v] != 0
+		}
+		switch {
+		case sd.axisCoef[f] == 0:
+			g.rowForms = append(g.rowForms, f)
+		case mixed:
+			g.mixForms = append(g.mixForms, f)
+		default:
+			along = append(along, f)
+		}
+	}
+	g.axLo, g.axHi = make([]int, g.nk), make([]int, g.nk)
+	for s := range g.nk {
+		lo, hi := 0, ein
+		for _, f := range along {
+			l, h := sd.bounds(sd.forms[f].konst+sd.seg[s*nf+f], sd.axisCoef[f], sd.forms[f].bound)
+			lo, hi = max(lo, l), min(hi, h)
+		}
+		g.axLo[s], g.axHi[s] = lo, max(lo, hi)
+	}
+}
+
+// axpys computes the sums of matrix points [p0, p1) of batch point b into c
+// in axpy form: in blocks of at most axpyBlock points along pVar[pin], each
+// K point in order adding its vector value times the matrix over the
+// interval of the block where the matrix's conditions hold, in float32
+// from zero (a product rounded, then added), as the matrix-product path's
+// kernels without fused multiply-adds would.
+func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
+	sd := &g.mat
+	a := g.x.bufs[sd.buf].f32
+	nf := len(sd.forms)
+	vp := g.vecPacked[b*g.nj*g.nk : (b+1)*g.nj*g.nk]
+	var rv [gemvMaxForms]int
+	var idx [gemvMaxVars]int
+	sd.base(rv[:nf], g.ext, [][]int{g.batch, g.pVar}, []int{b, p0})
+	rem := p0
+	for i := len(g.pVar) - 1; i >= 0; i-- {
+		e := g.ext[g.pVar[i]]
+		idx[i] = rem % e
+		rem /= e
+	}
+	var acc [axpyBlock]float32
+	nj, nk, in := g.nj, g.nk, g.pVar[g.pin]
+	ein, st := g.ext[in], sd.axisCoef[0]
+	for p := p0; p < p1; {
+		i0 := idx[g.pin]
+		n := min(axpyBlock, ein-i0, p1-p)
+		for j := range nj {
+			acc := acc[:n]
+			clear(acc)
+			w := vp[j*nk : (j+1)*nk]
+		segs:
+			for s := range nk {
+				segv := sd.seg[s*nf : (s+1)*nf]
+				for _, f := range g.rowForms {
+					if x := rv[f] + segv[f]; x < 0 || x >= sd.forms[f].bound {
+						continue segs
+					}
+				}
+				lo, hi := max(0, g.axLo[s]-i0), min(n, g.axHi[s]-i0)
+				for _, f := range g.mixForms {
+					l, h := sd.bounds(rv[f]+segv[f], sd.axisCoef[f], sd.forms[f].bound)
+					lo, hi = max(lo, l), min(hi, h)
+				}
+				if lo < hi {
+					axpy(acc[lo:hi], w[s], a, rv[0]+segv[0]+lo*st, st)
+				}
+			}
+			if !g.matRow {
+				copy(c[cOff+j*g.np+p:], acc)
+				continue
+			}
+			for r, x := range acc {
+				c[cOff+(p+r)*nj+j] = x
+			}
+		}
+		// Advance n points along pVar[pin], carrying into the outer ones.
+		p += n
+		idx[g.pin] += n
+		for f := range nf {
+			rv[f] += sd.forms[f].coef[in] * n
+		}
+		for i := g.pin; i > 0 && idx[i] == g.ext[g.pVar[i]]; {
+			v := g.pVar[i]
+			for f := range nf {
+				rv[f] -= sd.forms[f].coef[v] * g.ext[v]
+			}
+			idx[i] = 0
+			i--
+			idx[i]++
+			for f := range nf {
+				rv[f] += sd.forms[f].coef[g.pVar[i]]
+			}
+		}
+	}
+}
+
+// axpy adds w·a[off + i·st] to d[i] for every i, the product rounded to
+// float32 before the sum.
+func axpy(d []float32, w float32, a []float32, off, st int) {
+	i := simdAxpy(d, w, a, off, st)
+	for ; i < len(d); i++ {
+		d[i] += float32(w * a[off+i*st])
+	}
 }

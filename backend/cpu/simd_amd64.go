@@ -23,6 +23,12 @@ func mulF32x8(d, a, b *float32, n int)
 func divF32x8(d, a, b *float32, n int)
 
 //go:noescape
+func maxF32x8(d, a, b *float32, n int)
+
+//go:noescape
+func minF32x8(d, a, b *float32, n int)
+
+//go:noescape
 func eqF32x8(d, a, b *float32, n int)
 
 //go:noescape
@@ -65,6 +71,10 @@ func simdBinaryF(fn tile.Fn, d, a, b []float32) int {
 		f = mulF32x8
 	case tile.Div:
 		f = divF32x8
+	case tile.Maximum:
+		f = maxF32x8
+	case tile.Minimum:
+		f = minF32x8
 	case tile.Eq:
 		f = eqF32x8
 	case tile.Ne:

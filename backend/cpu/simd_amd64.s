@@ -53,6 +53,38 @@ BINOP(·subF32x8, VSUBPS)
 BINOP(·mulF32x8, VMULPS)
 BINOP(·divF32x8, VDIVPS)
 
+// EXTOP defines func NAME(d, a, b *float32, n int): d[i] = max (or min)
+// of a[i] and b[i] as Go's built-in computes it: NaN if either is NaN (the
+// sum a[i]+b[i]), and max(−0, +0) = +0, min(−0, +0) = −0 (the two orders
+// of VMAXPS or VMINPS, which return their second operand for equal zeros,
+// combined with COMB: AND for the maximum, OR for the minimum).
+#define EXTOP(NAME, INSTR, COMB) \
+TEXT NAME(SB), NOSPLIT, $0-32; \
+	MOVQ d+0(FP), DI; \
+	MOVQ a+8(FP), SI; \
+	MOVQ b+16(FP), DX; \
+	MOVQ n+24(FP), CX; \
+extloop: \
+	VMOVUPS (SI), Y0; \
+	VMOVUPS (DX), Y1; \
+	INSTR Y1, Y0, Y2; \
+	INSTR Y0, Y1, Y3; \
+	COMB Y3, Y2, Y2; \
+	VCMPPS $3, Y1, Y0, Y4; \
+	VADDPS Y1, Y0, Y5; \
+	VBLENDVPS Y4, Y5, Y2, Y2; \
+	VMOVUPS Y2, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DX; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JNZ extloop; \
+	VZEROUPPER; \
+	RET
+
+EXTOP(·maxF32x8, VMAXPS, VANDPS)
+EXTOP(·minF32x8, VMINPS, VORPS)
+
 // CMPOP defines func NAME(d, a, b *float32, n int): d[i] = 1 if a[i] PRED
 // b[i] else 0, with the quiet predicate PRED of VCMPPS.
 #define CMPOP(NAME, PRED) \
