@@ -80,12 +80,15 @@ func Apply(p *kir.Program, d Device, c *Cache) (*kir.Program, int) {
 	if c == nil {
 		return p, 0
 	}
-	key := d.TuneKey()
+	key := ""
 	var q *kir.Program
 	n := 0
 	for i, k := range p.Kernels {
 		if k.Schedule.Strategy != "gemm" {
 			continue
+		}
+		if key == "" {
+			key = d.TuneKey()
 		}
 		h, err := kir.Hash(p, i)
 		if err != nil {

@@ -15,8 +15,12 @@ const tuneVersion = "opencl-gemm-2"
 // TuneKey implements tune.Device: the device, its driver and the
 // precision it was opened with.
 func (d *Device) TuneKey() string {
+	platform := ""
+	if d.cand.Platform != nil {
+		platform = d.cand.Platform.Version
+	}
 	return strings.Join([]string{tuneVersion, d.info.Name, d.info.Vendor, d.info.DriverVersion, d.info.Version,
-		d.cand.Platform.Version, "matmul=" + d.cfg.matmul, "test=" + d.cfg.test.emulateMMA}, "|")
+		platform, "matmul=" + d.cfg.matmul, "test=" + d.cfg.test.emulateMMA}, "|")
 }
 
 // TuneSpace implements tune.Device: the tilings of kernel k that the
