@@ -118,15 +118,19 @@ func builderContext(id string) (*cl.Context, *cl.Device, error) {
 
 // builderPool is a device's set of helper processes, started when a
 // program needs building and stopped once they have been idle for
-// builderIdle (each holds a context on the device).
+// builderIdle (each holds a context on the device). Helpers start in the
+// background and take builds as each becomes ready, so that the first
+// builds do not wait for the last helper.
 type builderPool struct {
-	mu     sync.Mutex
-	free   chan *builder
-	all    []*builder
-	failed bool // no helper could be started: build in-process from now on
-	busy   int
-	idle   *time.Timer
-	built  atomic.Int64 // programs the helpers built, for tests
+	mu      sync.Mutex
+	free    chan *builder // ready helpers; a nil stands for one that failed
+	all     []*builder
+	gen     int  // counts the pool's starts, so that a late helper of a stopped pool stops
+	started bool // helpers were started (some may still be starting)
+	failed  bool // no helper could be started: build in-process from now on
+	busy    int
+	idle    *time.Timer
+	built   atomic.Int64 // programs the helpers built, for tests
 }
 
 // builderIdle is how long helpers wait for more work before they stop.
@@ -155,9 +159,8 @@ func poolSize() int {
 	return min(runtime.NumCPU()-1, maxShards)
 }
 
-// acquire makes the helpers ready for device d, starting them if need be,
-// and reports whether there are any; a true result must be paired with
-// release.
+// acquire starts the helpers for device d if need be and reports whether
+// builds may be given to them; a true result must be paired with release.
 func (bp *builderPool) acquire(d *Device) bool {
 	bp.mu.Lock()
 	defer bp.mu.Unlock()
@@ -165,11 +168,10 @@ func (bp *builderPool) acquire(d *Device) bool {
 		bp.idle.Stop()
 		bp.idle = nil
 	}
-	if len(bp.all) == 0 && !bp.failed {
-		bp.spawn(d)
-		bp.failed = len(bp.all) == 0
+	if !bp.started && !bp.failed {
+		bp.failed = !bp.spawn(d)
 	}
-	if len(bp.all) == 0 {
+	if bp.failed {
 		return false
 	}
 	bp.busy++
@@ -192,46 +194,64 @@ func (bp *builderPool) release() {
 	}
 }
 
-// spawn launches the helpers; those that fail to start or to open the
-// device are dropped.
-func (bp *builderPool) spawn(d *Device) {
+// spawn launches the helpers in the background, each joining the free
+// ones once it has opened the device, and reports whether there are to be
+// any. When none could start, the pool builds nothing from then on.
+func (bp *builderPool) spawn(d *Device) bool {
 	n := poolSize()
 	if n < 2 {
-		return
+		return false
 	}
-	ready := make(chan *builder, n)
-	var wg sync.WaitGroup
+	bp.started, bp.gen = true, bp.gen+1
+	gen, free := bp.gen, make(chan *builder, n)
+	bp.free = free
+	var failures atomic.Int32
 	for range n {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			b, err := spawnBuilder(d.cand.ID)
+			if err == nil {
+				var hello buildReply
+				if err = b.dec.Decode(&hello); err == nil && (hello.Err != "" || hello.Device != d.info.Name) {
+					err = errors.New("opencl: builder opened another device")
+				}
+				if err != nil {
+					b.stop()
+				}
+			}
+			bp.mu.Lock()
+			defer bp.mu.Unlock()
 			if err != nil {
+				if int(failures.Add(1)) == n {
+					// None started: wake the builds waiting for one,
+					// which then build in-process.
+					bp.failed = bp.failed || gen == bp.gen
+					free <- nil
+				}
 				return
 			}
-			var hello buildReply
-			if err := b.dec.Decode(&hello); err != nil || hello.Err != "" || hello.Device != d.info.Name {
-				b.stop()
+			if gen != bp.gen {
+				b.stop() // the pool stopped while it started
 				return
 			}
-			ready <- b
+			bp.all = append(bp.all, b)
+			free <- b
 		}()
 	}
-	wg.Wait()
-	close(ready)
-	bp.free = make(chan *builder, n)
-	for b := range ready {
-		bp.all = append(bp.all, b)
-		bp.free <- b
-	}
+	return true
 }
 
 // build has a free helper build source; ok is false when the helper
 // failed (it is then retired), as opposed to the source failing to build.
 func (bp *builderPool) build(source, options string) (bin []byte, ok bool) {
-	b := <-bp.free
+	bp.mu.Lock()
+	free := bp.free
+	bp.mu.Unlock()
+	if free == nil {
+		return nil, false
+	}
+	b := <-free
 	if b == nil {
-		bp.free <- nil
+		free <- nil
 		return nil, false
 	}
 	var rep buildReply
@@ -245,10 +265,10 @@ func (bp *builderPool) build(source, options string) (bin []byte, ok bool) {
 	}
 	if err != nil {
 		b.stop()
-		bp.free <- nil // a retired helper leaves a nil in its place
+		free <- nil // a retired helper leaves a nil in its place
 		return nil, false
 	}
-	bp.free <- b
+	free <- b
 	if rep.Err != "" {
 		return nil, false
 	}
@@ -271,5 +291,6 @@ func (bp *builderPool) stopAll() {
 	for _, b := range bp.all {
 		b.stop()
 	}
-	bp.all, bp.free = nil, nil
+	bp.all, bp.free, bp.started = nil, nil, false
+	bp.gen++
 }

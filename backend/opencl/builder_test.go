@@ -130,3 +130,57 @@ func TestStuckHelperIsKilled(t *testing.T) {
 		d.Close()
 	}
 }
+
+// TestHelpersThatCannotStart starts helpers that find no OpenCL device:
+// the builds waiting for them must go on in-process, and later programs
+// must not start helpers again.
+func TestHelpersThatCannotStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts helper processes")
+	}
+	t.Setenv(envBuilders, "2")
+	cs := candidates(t)
+	// The helpers' ICD loader finds no driver (this process has loaded its).
+	t.Setenv("OCL_ICD_VENDORS", t.TempDir())
+	t.Setenv("OCL_ICD_FILENAMES", "")
+	g, _ := buildSuite(t, "nohelpers", func(gc graphCase) bool {
+		return slices.Contains([]string{"sgd", "softmax_ce", "pool", "reductions", "unary", "binary"}, gc.name)
+	})
+	for _, c := range cs {
+		d, err := OpenCandidate(c, WithCacheDir(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := compile.Compile(g, d.Target())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := render(p, d.traits(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Shards < 2 {
+			t.Fatalf("%s: %d shard", c.ID, r.Shards)
+		}
+		for range 2 {
+			progs, err := d.buildProgram("nohelpers", r)
+			if err != nil {
+				t.Fatalf("%s: %v", c.ID, err)
+			}
+			if len(progs) != r.Shards {
+				t.Errorf("%s: %d programs for %d shards", c.ID, len(progs), r.Shards)
+			}
+			for _, q := range progs {
+				q.Release()
+			}
+			d.cache = programCache{} // build again rather than load from the disk cache
+		}
+		d.builders.mu.Lock()
+		failed, started := d.builders.failed, len(d.builders.all)
+		d.builders.mu.Unlock()
+		if n := d.builders.built.Load(); n != 0 || !failed || started != 0 {
+			t.Errorf("%s: helpers built %d shards, failed=%v, %d running", c.ID, n, failed, started)
+		}
+		d.Close()
+	}
+}

@@ -517,8 +517,8 @@ func (d *Device) buildProgram(name string, r *rendered) ([]*cl.Program, error) {
 				helped++
 			}
 		}
-		how = fmt.Sprintf("compiled in %d shards, %d by helper processes (ready after %.3f s, built in %.3f s, loaded in %.3f s),",
-			r.Shards, helped, spawned.Sub(start).Seconds(), built.Sub(spawned).Seconds(), time.Since(built).Seconds())
+		how = fmt.Sprintf("%d kernels for %d launches compiled in %d shards, %d by helper processes (ready after %.3f s, built in %.3f s, loaded in %.3f s),",
+			r.distinct(), len(r.Launches), r.Shards, helped, spawned.Sub(start).Seconds(), built.Sub(spawned).Seconds(), time.Since(built).Seconds())
 	}
 	for s, p := range progs {
 		if p != nil {

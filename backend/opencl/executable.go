@@ -181,7 +181,7 @@ func (e *Executable) load(r *rendered) error {
 		}
 		k, err := prog.NewKernel(lp.Fn)
 		if err != nil {
-			return fmt.Errorf("opencl: program %q: kernel %s: %w", p.Name, lp.Fn, err)
+			return fmt.Errorf("opencl: program %q: kernel %s: %w", p.Name, lp.Name, err)
 		}
 		e.launches = append(e.launches, launch{plan: lp, kernel: k})
 		l := &e.launches[len(e.launches)-1]
@@ -199,7 +199,7 @@ func (e *Executable) load(r *rendered) error {
 			}
 			buf := e.scratchOr(a)
 			if err := k.SetArgBuffer(i, buf); err != nil {
-				return fmt.Errorf("opencl: program %q: kernel %s: %w", p.Name, lp.Fn, err)
+				return fmt.Errorf("opencl: program %q: kernel %s: %w", p.Name, lp.Name, err)
 			}
 		}
 		local := lp.Local
@@ -216,7 +216,7 @@ func (e *Executable) load(r *rendered) error {
 			}
 		} else if wi, err := k.WorkGroupInfo(d.cand.Device); err == nil && wi.MaxSize > 0 && wi.MaxSize < local {
 			return fmt.Errorf("opencl: program %q: kernel %s (%s) needs work-groups of %d, but %s allows %d for it",
-				p.Name, lp.Fn, lp.Strategy, local, d.info.Name, wi.MaxSize)
+				p.Name, lp.Name, lp.Strategy, local, d.info.Name, wi.MaxSize)
 		}
 		global := ceilDiv(lp.Global, local) * local
 		l.rng = cl.NDRange{Global: []int{global}, Local: []int{local}}
@@ -242,7 +242,7 @@ func (e *Executable) setOffset(l *launch, o offsetArg, s int) error {
 		err = l.kernel.SetArgInt32(o.index, int32(base))
 	}
 	if err != nil {
-		return e.d.execError(fmt.Sprintf("setting the offset of view b%d at step %d for kernel %s of %q", o.buf, s, l.plan.Fn, e.p.Name), err)
+		return e.d.execError(fmt.Sprintf("setting the offset of view b%d at step %d for kernel %s of %q", o.buf, s, l.plan.Name, e.p.Name), err)
 	}
 	return nil
 }
@@ -360,7 +360,7 @@ func (e *Executable) Run() error {
 	err := e.schedule(func(i, s int) error {
 		l := &e.launches[i]
 		if err := e.d.queue.RunKernel(l.kernel, l.rng); err != nil {
-			return e.d.execError(fmt.Sprintf("launching kernel %s (%s) of %q%s", l.plan.Fn, l.plan.Strategy, e.p.Name, e.stepNote(l, s)), err)
+			return e.d.execError(fmt.Sprintf("launching kernel %s (%s) of %q%s", l.plan.Name, l.plan.Strategy, e.p.Name, e.stepNote(l, s)), err)
 		}
 		return nil
 	})
@@ -556,7 +556,7 @@ func (e *Executable) Profile() ([]backend.KernelTime, error) {
 		l := &e.launches[i]
 		ev, err := q.EnqueueKernel(l.kernel, l.rng)
 		if err != nil {
-			return e.d.execError(fmt.Sprintf("launching kernel %s of %q%s", l.plan.Fn, e.p.Name, e.stepNote(l, s)), err)
+			return e.d.execError(fmt.Sprintf("launching kernel %s of %q%s", l.plan.Name, e.p.Name, e.stepNote(l, s)), err)
 		}
 		events = append(events, timed{i, ev})
 		return nil
@@ -569,12 +569,12 @@ func (e *Executable) Profile() ([]backend.KernelTime, error) {
 	}
 	out := make([]backend.KernelTime, len(e.launches))
 	for i, l := range e.launches {
-		out[i] = backend.KernelTime{Kernel: l.plan.Fn, How: l.plan.Strategy, Source: e.p.Kernels[l.plan.Kernel].Source}
+		out[i] = backend.KernelTime{Kernel: l.plan.Name, How: l.plan.Strategy, Source: e.p.Kernels[l.plan.Kernel].Source}
 	}
 	for _, x := range events {
 		t, err := x.ev.Profile()
 		if err != nil {
-			return nil, fmt.Errorf("opencl: profile of %s: %w", e.launches[x.launch].plan.Fn, err)
+			return nil, fmt.Errorf("opencl: profile of %s: %w", e.launches[x.launch].plan.Name, err)
 		}
 		out[x.launch].Seconds += float64(t.Ended-t.Started) / 1e9
 	}
@@ -588,7 +588,7 @@ var _ backend.Profiler = (*Executable)(nil)
 func (e *Executable) Launches() []string {
 	var out []string
 	for _, l := range e.launches {
-		s := fmt.Sprintf("%s: %s, %v", l.plan.Fn, l.plan.Strategy, l.rng)
+		s := fmt.Sprintf("%s: %s, %v", l.plan.Name, l.plan.Strategy, l.rng)
 		if lp := e.p.LoopOf(l.plan.Kernel); lp >= 0 {
 			s += fmt.Sprintf(", loop %d (%d steps)", lp, e.p.Loops[lp].Steps)
 		}
@@ -609,7 +609,10 @@ func debugKernels(d *Device, p *kir.Program, r *rendered) {
 		if lp := p.LoopOf(l.Kernel); lp >= 0 {
 			loop = fmt.Sprintf(", loop %d (%d steps)", lp, p.Loops[lp].Steps)
 		}
-		fmt.Fprintf(os.Stderr, "  %s: kernel %d, %s, %d work-items%s\n", l.Fn, l.Kernel, l.Strategy, l.Global, loop)
+		if l.Fn != l.Name {
+			loop += ", the code of " + l.Fn
+		}
+		fmt.Fprintf(os.Stderr, "  %s: kernel %d, %s, %d work-items%s\n", l.Name, l.Kernel, l.Strategy, l.Global, loop)
 	}
 	fmt.Fprintln(os.Stderr, r.Source)
 }

@@ -387,7 +387,7 @@ func TestStepLoopRendering(t *testing.T) {
 		gemms := 0
 		for _, l := range r.Launches {
 			kind, rest, _ := strings.Cut(l.Strategy, " ")
-			names := []string{l.Fn}
+			names := []string{l.Name}
 			if kind == "merged" || kind == "chain" {
 				names = strings.FieldsFunc(rest, func(c rune) bool { return c == '+' || c == '|' })
 			}
@@ -398,10 +398,10 @@ func TestStepLoopRendering(t *testing.T) {
 			for _, n := range names {
 				lp, ok := fnLoop[strings.TrimSuffix(n, "_combine")]
 				if !ok {
-					t.Fatalf("gpu=%v: launch %s (%s) runs unknown kernel %q", gpu, l.Fn, l.Strategy, n)
+					t.Fatalf("gpu=%v: launch %s (%s) runs unknown kernel %q", gpu, l.Name, l.Strategy, n)
 				}
 				if lp != loop {
-					t.Errorf("gpu=%v: launch %s (%s) mixes kernel %s of loop %d with loop %d", gpu, l.Fn, l.Strategy, n, lp, loop)
+					t.Errorf("gpu=%v: launch %s (%s) mixes kernel %s of loop %d with loop %d", gpu, l.Name, l.Strategy, n, lp, loop)
 				}
 			}
 			perLoop[loop]++
@@ -416,15 +416,29 @@ func TestStepLoopRendering(t *testing.T) {
 			t.Errorf("gpu=%v: loops have %d and %d launches, %d tiled matrix products; want a matrix product and the cell in each", gpu, perLoop[0], perLoop[1], gemms)
 		}
 		// Every view that a kernel touches is an offset argument, and the
-		// pointer moves by it once in the kernel that receives it.
+		// pointer moves by it in the kernel that receives it (whose code
+		// may be another's, with parameters of other names).
 		for i, b := range p.Buffers {
 			if b.View == nil {
 				continue
 			}
-			decl := fmt.Sprintf("const int v%d", i)
-			move := fmt.Sprintf("\tb%d += v%d;\n", i, i)
-			if !strings.Contains(r.Source, decl) || !strings.Contains(r.Source, move) {
-				t.Errorf("gpu=%v: view b%d has no offset parameter %q or no %q in:\n%s", gpu, i, decl, move, r.Source)
+			passed := false
+			for _, l := range r.Launches {
+				for j, a := range l.Args {
+					if a.View != i {
+						continue
+					}
+					passed = true
+					sig := r.Source[strings.Index(r.Source, "void "+l.Fn+"("):]
+					params := strings.Split(sig[len("void "+l.Fn+"("):strings.Index(sig, ")")], ", ")
+					v := strings.TrimPrefix(params[j], "const int v")
+					if v == params[j] || !strings.Contains(r.Source, fmt.Sprintf("\tb%s += v%s;\n", v, v)) {
+						t.Errorf("gpu=%v: view b%d is argument %d of %s (code of %s), parameter %q, whose pointer does not move by it", gpu, i, j, l.Name, l.Fn, params[j])
+					}
+				}
+			}
+			if !passed {
+				t.Errorf("gpu=%v: view b%d is no launch's offset argument", gpu, i)
 			}
 		}
 	}

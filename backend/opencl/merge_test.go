@@ -42,7 +42,7 @@ func TestMergedLaunchesKeepDependencies(t *testing.T) {
 		pos := map[string][2]int{}
 		chains := 0
 		for i, l := range merged.Launches {
-			stages := [][]string{{l.Fn}}
+			stages := [][]string{{l.Name}}
 			kind, rest, _ := strings.Cut(l.Strategy, " ")
 			if kind == "merged" || kind == "chain" {
 				stages = nil
@@ -92,9 +92,9 @@ func TestMergedLaunchesKeepDependencies(t *testing.T) {
 			return u
 		}
 		for i, a := range plain.Launches {
-			pa, ok := pos[a.Fn]
+			pa, ok := pos[a.Name]
 			if !ok {
-				t.Errorf("%s not launched", a.Fn)
+				t.Errorf("%s not launched", a.Name)
 				continue
 			}
 			for _, b := range plain.Launches[i+1:] {
@@ -104,8 +104,8 @@ func TestMergedLaunchesKeepDependencies(t *testing.T) {
 						conflict = conflict || x.res == y.res && (x.write || y.write)
 					}
 				}
-				if conflict && !before(pa, pos[b.Fn]) {
-					t.Errorf("gpu=%v: %s (launch, stage %v) must run before %s (%v)", gpu, a.Fn, pa, b.Fn, pos[b.Fn])
+				if conflict && !before(pa, pos[b.Name]) {
+					t.Errorf("gpu=%v: %s (launch, stage %v) must run before %s (%v)", gpu, a.Name, pa, b.Name, pos[b.Name])
 				}
 			}
 		}

@@ -50,7 +50,10 @@ func viewPrologue(args []argRef) string {
 // launchPlan is one kernel launch of a rendered program: a 1-D range of
 // Global work-items in work-groups of Local (0: the backend's choice).
 type launchPlan struct {
-	Fn       string // the __kernel function
+	Fn string // the __kernel function
+	// Name is the launch's own function name, for messages and
+	// profiles: Fn is another's when the code is the same (render_shard.go).
+	Name     string
 	Kernel   int    // the kir kernel it computes (part of)
 	Strategy string // "loops", "reduce", "gemm", "gemm-mma", … for messages
 	Args     []argRef
@@ -147,6 +150,7 @@ func render(p *kir.Program, t traits) (*rendered, error) {
 	if usesMMA(p, t) {
 		r.out.WriteString(mmaPreamble(t))
 	}
+	head := r.out.Len()
 	for i, k := range p.Kernels {
 		if k.Shape.Size() == 0 {
 			continue // nothing to compute
@@ -155,7 +159,7 @@ func render(p *kir.Program, t traits) (*rendered, error) {
 			return nil, fmt.Errorf("opencl: program %q: kernel %d (%s): %w", p.Name, i, k.Name, err)
 		}
 	}
-	r.r.Source = r.shardLaunches(r.mergeLaunches())
+	r.r.Source = r.shardLaunches(r.dedupKernels(r.mergeLaunches(), head))
 	return &r.r, nil
 }
 
