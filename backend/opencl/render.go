@@ -3,7 +3,6 @@ package opencl
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -400,19 +399,16 @@ func decodeVars(w *writer, it, idx string, vars []int, ranges []kir.Range, names
 }
 
 // params renders the parameter list: the output buffer first, then every
-// buffer read (ascending), then scratch buffers, then the offset of every
+// buffer read (in the order the code first reads them), then scratch buffers, then the offset of every
 // view among the buffers (see viewPrologue). restrict is used only when no
 // two of the buffers share storage (a view shares its parent's).
-func (r *renderer) params(out int, reads map[int]bool, scratch []scratchParam) (string, []argRef) {
+func (r *renderer) params(out int, reads bufSet, scratch []scratchParam) (string, []argRef) {
 	ids := []int{out}
-	var rs []int
-	for id := range reads {
+	for _, id := range reads.ids() {
 		if id != out {
-			rs = append(rs, id)
+			ids = append(ids, id)
 		}
 	}
-	sort.Ints(rs)
-	ids = append(ids, rs...)
 	slots := map[int]bool{}
 	distinct := true
 	for _, id := range ids {
@@ -434,7 +430,7 @@ func (r *renderer) params(out int, reads map[int]bool, scratch []scratchParam) (
 		if j == 0 {
 			c = ""
 		}
-		if j == 0 && reads[out] {
+		if j == 0 && reads.has(out) {
 			// The kernel updates its output in place.
 			restrict = ""
 		}
@@ -470,7 +466,7 @@ type point struct {
 	where string // condition from the Where list; "" when none
 	body  string
 	skips []string
-	reads map[int]bool
+	reads bufSet
 }
 
 // renderPoint renders k's Where conditions and body with the variable names.
@@ -603,10 +599,10 @@ func mayMiss(k *kir.Kernel, pt *point) bool {
 
 // finish writes the epilogue and the store of acc at the output point whose
 // row-major offset is off; the output loop variables are declared.
-func (r *renderer) finish(w *writer, k *kir.Kernel, names []string, wide bool, off string) (map[int]bool, error) {
+func (r *renderer) finish(w *writer, k *kir.Kernel, names []string, wide bool, off string) (bufSet, error) {
 	out := r.p.Buffers[k.Out]
 	v := "acc"
-	reads := map[int]bool{}
+	reads := bufSet{}
 	if k.Epilogue != nil {
 		vars := k.VarRanges()[:len(k.Shape)]
 		en := append([]string(nil), names[:len(k.Shape)]...)
@@ -669,8 +665,8 @@ func (r *renderer) renderLoops(i int, k *kir.Kernel) error {
 	if err != nil {
 		return err
 	}
-	for id := range pt.reads {
-		reads[id] = true
+	for _, id := range pt.reads.ids() {
+		reads.add(id)
 	}
 	fn := kernelFn(i, k)
 	params, args := r.params(k.Out, reads, nil)

@@ -139,12 +139,12 @@ type scope struct {
 	// be proved: a point where one fails contributes nothing.
 	skips []string
 	// bufs records the buffers the region reads.
-	bufs map[int]bool
+	bufs bufSet
 	err  error
 }
 
 func newScope(p *kir.Program, vars []kir.Range, names []string, wide bool) *scope {
-	return &scope{p: p, vars: vars, names: names, wide: wide, bufs: map[int]bool{}}
+	return &scope{p: p, vars: vars, names: names, wide: wide, bufs: bufSet{}}
 }
 
 func (s *scope) fail(format string, args ...any) string {
@@ -303,7 +303,7 @@ func (s *scope) load(e *kir.Expr) string {
 	if len(e.Index) != len(b.Shape) {
 		return s.fail("load from b%d%v with %d indices", e.Buf, b.Shape, len(e.Index))
 	}
-	s.bufs[e.Buf] = true
+	s.bufs.add(e.Buf)
 	conds := s.inBounds(e.Index, b.Shape)
 	if len(conds) == 0 {
 		return read(b, s.offset(e.Index, b.Shape))

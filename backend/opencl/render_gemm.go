@@ -274,7 +274,7 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // one in-range load whose offset is linear in each matrix index, the
 // function is that linear formula instead of the decoding. contiguousK
 // reports whether consecutive reduction indices read consecutive elements.
-func (r *renderer) operandFn(k *kir.Kernel, fn string, e *kir.Expr, conds []kir.Cond, batch, rows, red []int, wide bool) (src string, reads map[int]bool, contiguousK bool, err error) {
+func (r *renderer) operandFn(k *kir.Kernel, fn string, e *kir.Expr, conds []kir.Cond, batch, rows, red []int, wide bool) (src string, reads bufSet, contiguousK bool, err error) {
 	it := idxType(wide)
 	ranges := k.VarRanges()
 	names := varNames(k)
@@ -301,7 +301,7 @@ func (r *renderer) operandFn(k *kir.Kernel, fn string, e *kir.Expr, conds []kir.
 			off = append(off, "0")
 		}
 		w.line("return %s;", read(b, strings.Join(off, " + ")))
-		reads = map[int]bool{e.Buf: true}
+		reads = bufSet{e.Buf: 0}
 		contiguousK = strides[2] == 1 || strides[2] == -1
 	} else {
 		decodeVars(&w, it, "bt", batch, ranges, names, wide)
@@ -330,7 +330,7 @@ func (r *renderer) operandFn(k *kir.Kernel, fn string, e *kir.Expr, conds []kir.
 		contiguousK = innerCoefficient(r.p, k, e, red) == 1
 	}
 	var ps []string
-	for _, id := range sortedKeys(reads) {
+	for _, id := range reads.ids() {
 		ps = append(ps, fmt.Sprintf("__global const %s* %s", stype(r.p.Buffers[id].DType), bufName(id)))
 	}
 	ps = append(ps, "const int bt", "const int i", "const int kk")
@@ -396,23 +396,33 @@ func innerCoefficient(p *kir.Program, k *kir.Kernel, e *kir.Expr, red []int) int
 	return coef[red[len(red)-1]]
 }
 
-func sortedKeys(m map[int]bool) []int {
-	var ks []int
-	for k := range m {
-		ks = append(ks, k)
+// bufSet is a set of buffer ids that keeps the order in which they were
+// added. Kernels and helpers take their buffers in the order their code
+// first reads them, so that kernels differing only in their buffers are
+// one text up to names (see render_shard.go).
+type bufSet map[int]int
+
+func (s bufSet) add(id int) {
+	if _, ok := s[id]; !ok {
+		s[id] = len(s)
 	}
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
+}
+
+func (s bufSet) has(id int) bool { _, ok := s[id]; return ok }
+
+// ids returns the ids in the order they were added.
+func (s bufSet) ids() []int {
+	ids := make([]int, len(s))
+	for id, i := range s {
+		ids[i] = id
 	}
-	return ks
+	return ids
 }
 
 // storeFn renders the inline function that stores the result at (batch bt,
 // row m, column n): it decodes the output loop variables and writes the
 // epilogue of acc.
-func (r *renderer) storeFn(k *kir.Kernel, fn string, pl *gemmPlan, wide bool) (string, map[int]bool, error) {
+func (r *renderer) storeFn(k *kir.Kernel, fn string, pl *gemmPlan, wide bool) (string, bufSet, error) {
 	it := idxType(wide)
 	ranges := k.VarRanges()
 	names := varNames(k)
@@ -440,7 +450,7 @@ func (r *renderer) storeFn(k *kir.Kernel, fn string, pl *gemmPlan, wide bool) (s
 		return "", nil, err
 	}
 	ps := []string{fmt.Sprintf("__global %s* %s", stype(r.p.Buffers[k.Out].DType), bufName(k.Out))}
-	for _, id := range sortedKeys(reads) {
+	for _, id := range reads.ids() {
 		if id != k.Out {
 			ps = append(ps, fmt.Sprintf("__global const %s* %s", stype(r.p.Buffers[id].DType), bufName(id)))
 		}
@@ -450,12 +460,12 @@ func (r *renderer) storeFn(k *kir.Kernel, fn string, pl *gemmPlan, wide bool) (s
 }
 
 // argList renders the arguments passing the given buffers to a helper.
-func argList(ids map[int]bool, first int) string {
+func argList(ids bufSet, first int) string {
 	var parts []string
 	if first >= 0 {
 		parts = append(parts, bufName(first))
 	}
-	for _, id := range sortedKeys(ids) {
+	for _, id := range ids.ids() {
 		if id != first {
 			parts = append(parts, bufName(id))
 		}
@@ -504,10 +514,10 @@ func (r *renderer) renderGEMM(i int, k *kir.Kernel, pl *gemmPlan) error {
 		r.out.WriteString(srcB)
 	}
 	r.out.WriteString(srcS)
-	reads := map[int]bool{}
-	for _, m := range []map[int]bool{readsA, readsB, readsS} {
-		for id := range m {
-			reads[id] = true
+	reads := bufSet{}
+	for _, m := range []bufSet{readsA, readsB, readsS} {
+		for _, id := range m.ids() {
+			reads.add(id)
 		}
 	}
 	var scratch []scratchParam

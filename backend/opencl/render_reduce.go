@@ -134,8 +134,8 @@ func (r *renderer) renderReduce(i int, k *kir.Kernel) error {
 		if err != nil {
 			return err
 		}
-		for id := range er {
-			reads[id] = true
+		for _, id := range er.ids() {
+			reads.add(id)
 		}
 	} else {
 		w.line("%s[(%s)split * %s + o] = acc;", scratchName(partial), it, lit(outs))

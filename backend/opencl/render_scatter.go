@@ -48,7 +48,7 @@ func (r *renderer) renderScatter(i int, k *kir.Kernel) bool {
 	w.line("dst[(%s)x * %s] += src[j * %s];", it, lit(inner), lit(inner))
 	w.close("}")
 	w.close("}")
-	params, args := r.params(k.Out, map[int]bool{v.Updates: true, v.Indices: true}, nil)
+	params, args := r.params(k.Out, bufSet{v.Updates: 0, v.Indices: 1}, nil)
 	r.pointKernel(launchPlan{Fn: kernelFn(i, k), Kernel: i, Strategy: "scatter", Args: args, Global: total}, params, w.b.String(), wide)
 	return true
 }
