@@ -49,7 +49,7 @@ func launchCost(lp launchPlan) int {
 var paramIdent = regexp.MustCompile(`\b[bpv][0-9]+\b`)
 
 // definedFn matches the name of a function defined at the start of a line.
-var definedFn = regexp.MustCompile(`(?m)^(?:inline [^(\n]*?|(?:__kernel )?void )(\w+)\(`)
+var definedFn = regexp.MustCompile(`(?m)^(?:inline [^(\n]*?|(?:__kernel (?:__attribute__\(\(.*?\)\) )?)?void )(\w+)\(`)
 
 // comments matches the renderer's comments.
 var comments = regexp.MustCompile(`(?s:/\*.*?\*/)\n?|(?m:^//[^\n]*\n)`)

@@ -136,9 +136,17 @@ inline float k2_B(__global const float* b5) { return b5[0]; }
 __kernel void k2(__global float* restrict b7, __global const float* restrict b5, __global const float* restrict b6) {
 	b7[0] = k2_A(b6) + k2_B(b5);
 }
+inline void k3_at(__global float* b1, const int gid) { b1[gid] = 0; }
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void k3(__global float* b1) {
+	k3_at(b1, get_local_id(0));
+}
+inline void k4_at(__global float* b9, const int gid) { b9[gid] = 0; }
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void k4(__global float* b9) {
+	k4_at(b9, get_local_id(0));
+}
 `
 	r := &renderer{}
-	for i, args := range [][]int{{1, 2, 3}, {4, 5, 6}, {7, 5, 6}} {
+	for i, args := range [][]int{{1, 2, 3}, {4, 5, 6}, {7, 5, 6}, {1}, {9}} {
 		lp := launchPlan{Fn: fmt.Sprintf("k%d", i)}
 		for _, a := range args {
 			lp.Args = append(lp.Args, bufArg(a))
@@ -149,7 +157,7 @@ __kernel void k2(__global float* restrict b7, __global const float* restrict b5,
 	want := []struct {
 		fn   string
 		args []int
-	}{{"k0", []int{1, 2, 3}}, {"k0", []int{4, 6, 5}}, {"k2", []int{7, 5, 6}}}
+	}{{"k0", []int{1, 2, 3}}, {"k0", []int{4, 6, 5}}, {"k2", []int{7, 5, 6}}, {"k3", []int{1}}, {"k3", []int{9}}}
 	for i, w := range want {
 		l := r.r.Launches[i]
 		var got []int
@@ -160,7 +168,7 @@ __kernel void k2(__global float* restrict b7, __global const float* restrict b5,
 			t.Errorf("launch %d: %s calls %s with buffers %v, want %s with %v", i, l.Name, l.Fn, got, w.fn, w.args)
 		}
 	}
-	if strings.Contains(out, "k1_A") || strings.Contains(out, "/* k1 */") || !strings.Contains(out, "// k1: the code of k0\n") || !strings.Contains(out, "void k2(") {
+	if strings.Contains(out, "k1_A") || strings.Contains(out, "/* k1 */") || !strings.Contains(out, "// k1: the code of k0\n") || !strings.Contains(out, "void k2(") || strings.Contains(out, "k4_at") {
 		t.Errorf("source after removing k1:\n%s", out)
 	}
 }
