@@ -149,15 +149,18 @@ type builder struct {
 var builderTimeout = 5 * time.Minute
 
 // poolSize is the number of helpers to start: one per spare processor, at
-// most maxShards, or what TARTAN_OPENCL_BUILDERS says.
+// most maxHelpers, or what TARTAN_OPENCL_BUILDERS says.
 func poolSize() int {
 	if s := os.Getenv(envBuilders); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-			return min(n, 4*maxShards)
+			return min(n, 4*maxHelpers)
 		}
 	}
-	return min(runtime.NumCPU()-1, maxShards)
+	return min(runtime.NumCPU()-1, maxHelpers)
 }
+
+// maxHelpers bounds the helper processes of a device.
+const maxHelpers = 16
 
 // acquire starts the helpers for device d if need be and reports whether
 // builds may be given to them; a true result must be paired with release.
@@ -240,20 +243,46 @@ func (bp *builderPool) spawn(d *Device) bool {
 	return true
 }
 
-// build has a free helper build source; ok is false when the helper
-// failed (it is then retired), as opposed to the source failing to build.
-func (bp *builderPool) build(source, options string) (bin []byte, ok bool) {
+// serve takes helpers as they become free and gives each a shard from
+// work to build with do, until work is empty, done is closed (the parent
+// took the last shard) or no helper is left; do reports whether the
+// helper can take more.
+func (bp *builderPool) serve(work <-chan int, done <-chan struct{}, do func(b *builder, shard int) bool) {
 	bp.mu.Lock()
 	free := bp.free
 	bp.mu.Unlock()
 	if free == nil {
-		return nil, false
+		return
 	}
-	b := <-free
-	if b == nil {
-		free <- nil
-		return nil, false
+	for {
+		var b *builder
+		select {
+		case b = <-free:
+		case <-done:
+			return
+		}
+		if b == nil {
+			free <- nil // none left: leave the rest to the parent
+			return
+		}
+		s, ok := <-work
+		if !ok {
+			free <- b
+			return
+		}
+		if !do(b, s) {
+			return
+		}
 	}
+}
+
+// run has helper b build source and puts it back among the free ones;
+// ok is false when it did not build, for whatever reason (a helper that
+// failed, as opposed to the source failing to build, is retired).
+func (bp *builderPool) run(b *builder, source, options string) (bin []byte, ok bool) {
+	bp.mu.Lock()
+	free := bp.free
+	bp.mu.Unlock()
 	var rep buildReply
 	watchdog := time.AfterFunc(builderTimeout, b.kill)
 	err := b.enc.Encode(buildRequest{Source: source, Options: options})
@@ -265,10 +294,14 @@ func (bp *builderPool) build(source, options string) (bin []byte, ok bool) {
 	}
 	if err != nil {
 		b.stop()
-		free <- nil // a retired helper leaves a nil in its place
+		if free != nil {
+			free <- nil // a retired helper leaves a nil in its place
+		}
 		return nil, false
 	}
-	free <- b
+	if free != nil {
+		free <- b
+	}
 	if rep.Err != "" {
 		return nil, false
 	}

@@ -19,6 +19,8 @@ func TestShardsBuiltByHelperProcesses(t *testing.T) {
 		t.Skip("starts helper processes")
 	}
 	t.Setenv(envBuilders, "2")
+	buildHereToo = false
+	defer func() { buildHereToo = true }()
 	g, cb := buildSuite(t, "shards", func(gc graphCase) bool {
 		return slices.Contains([]string{"sgd", "softmax_ce", "pool", "reductions", "unary", "binary"}, gc.name)
 	})
@@ -56,6 +58,15 @@ func TestShardsBuiltByHelperProcesses(t *testing.T) {
 			t.Errorf("%s: helpers built %d shards, want the cache to serve the second load", c.ID, n)
 		}
 		d.Close()
+		// Helpers and this process share the shards.
+		buildHereToo = true
+		d, err = OpenCandidate(c, WithCacheDir(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareRuns(t, d, g, cb, 1e-4)
+		d.Close()
+		buildHereToo = false
 	}
 }
 

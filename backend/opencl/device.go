@@ -467,10 +467,16 @@ func (d *Device) buildWith(name, source, options string) (*cl.Program, error) {
 	return p, nil
 }
 
+// buildHereToo lets this process take shards from the queue beside its
+// helpers (tests turn it off to check the helpers' work).
+var buildHereToo = true
+
 // buildProgram returns the programs holding the kernels of r: one, or one
 // per shard when r has several and helper processes may build them (see
-// builder.go). Cached shards are loaded; missing ones are built by the
-// helpers at once, and any a helper could not build is built here.
+// builder.go). Cached shards are loaded; missing ones are queued, and the
+// helpers (as each becomes ready) and this process take them from the
+// queue until it is empty. A shard a helper could not build is built here,
+// which reports build errors with their logs.
 func (d *Device) buildProgram(name string, r *rendered) ([]*cl.Program, error) {
 	if r.Shards <= 1 || poolSize() < 2 {
 		p, err := d.build(name, r.Source)
@@ -482,56 +488,72 @@ func (d *Device) buildProgram(name string, r *rendered) ([]*cl.Program, error) {
 	start := time.Now()
 	progs := make([]*cl.Program, r.Shards)
 	opts := make([]string, r.Shards)
-	var missing []int
+	work := make(chan int, r.Shards)
 	for s := range progs {
 		opts[s] = fmt.Sprintf("%s -D TT_SHARD=%d", buildOptions, s)
 		if progs[s] = d.fromCache(d.programKey(r.Source, opts[s]), opts[s]); progs[s] == nil {
-			missing = append(missing, s)
+			work <- s
 		}
 	}
+	close(work)
+	missing := len(work)
 	how := "from the binary cache"
-	if len(missing) > 0 && d.builders.acquire(d) {
+	bins := make([][]byte, r.Shards)
+	errs := make([]error, r.Shards)
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	if missing > 0 && d.builders.acquire(d) {
 		defer d.builders.release()
-		spawned := time.Now()
-		bins := make([][]byte, r.Shards)
-		var wg sync.WaitGroup
-		for _, s := range missing {
+		for range min(poolSize(), missing) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if bin, ok := d.builders.build(r.Source, opts[s]); ok {
+				d.builders.serve(work, done, func(b *builder, s int) bool {
+					bin, ok := d.builders.run(b, r.Source, opts[s])
 					bins[s] = bin
-				}
+					return ok
+				})
 			}()
 		}
-		wg.Wait()
-		built := time.Now()
-		helped := 0
-		for _, s := range missing {
-			if bins[s] == nil {
-				continue
-			}
-			if p, err := d.fromBinary(bins[s], opts[s]); err == nil {
-				progs[s] = p
-				d.cache.put(d.programKey(r.Source, opts[s]), bins[s])
-				helped++
-			}
+	}
+	here := 0
+	if buildHereToo {
+		for s := range work {
+			here++
+			progs[s], errs[s] = d.buildWith(fmt.Sprintf("%s (shard %d)", name, s), r.Source, opts[s])
 		}
-		how = fmt.Sprintf("%d kernels for %d launches compiled in %d shards, %d by helper processes (ready after %.3f s, built in %.3f s, loaded in %.3f s),",
-			r.distinct(), len(r.Launches), r.Shards, helped, spawned.Sub(start).Seconds(), built.Sub(spawned).Seconds(), time.Since(built).Seconds())
+		close(done)
+	}
+	wg.Wait()
+	helped := 0
+	for s, bin := range bins {
+		if bin == nil {
+			continue
+		}
+		if p, err := d.fromBinary(bin, opts[s]); err == nil {
+			progs[s] = p
+			d.cache.put(d.programKey(r.Source, opts[s]), bin)
+			helped++
+		}
+	}
+	if missing > 0 {
+		how = fmt.Sprintf("%d kernels for %d launches compiled in %d shards (%d by helper processes, %d here) in %.3f s,",
+			r.distinct(), len(r.Launches), missing, helped, here, time.Since(start).Seconds())
 	}
 	for s, p := range progs {
 		if p != nil {
 			continue
 		}
-		p, err := d.buildWith(fmt.Sprintf("%s (shard %d)", name, s), r.Source, opts[s])
-		if err != nil {
+		if errs[s] == nil {
+			p, errs[s] = d.buildWith(fmt.Sprintf("%s (shard %d)", name, s), r.Source, opts[s])
+		}
+		if errs[s] != nil {
 			for _, q := range progs {
 				if q != nil {
 					q.Release()
 				}
 			}
-			return nil, err
+			return nil, errs[s]
 		}
 		progs[s] = p
 	}
@@ -539,8 +561,6 @@ func (d *Device) buildProgram(name string, r *rendered) ([]*cl.Program, error) {
 	return progs, nil
 }
 
-// debugBuild prints how long a program took to build when TARTAN_DEBUG
-// lists "timing".
 func debugBuild(name, how string, size int, start time.Time) {
 	if debugOn("timing") {
 		fmt.Fprintf(os.Stderr, "opencl: program %q (%d bytes of source) %s in %.3f s\n", name, size, how, time.Since(start).Seconds())

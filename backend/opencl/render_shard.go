@@ -20,8 +20,9 @@ import (
 // -D TT_SHARD=s yields only the kernels of shard s (inline helpers that no
 // kernel of the shard calls cost the compiler next to nothing).
 
-// maxShards bounds the shards of a program.
-const maxShards = 16
+// maxShards bounds the shards of a program: more than helpers, so that
+// this process and the helpers ready first take more of them.
+const maxShards = 32
 
 // launchCost estimates the relative build time of a launch's kernel.
 func launchCost(lp launchPlan) int {
