@@ -31,9 +31,11 @@
 //     launch, and chains of small dependent ones run as the stages of one
 //     work-group, so that a step makes few launches. Launches merge only
 //     with launches of the same step loop's body, or outside every loop.
-//   - Building (device.go, render_shard.go, builder.go, cache.go): one
-//     program per executable, or, when helper processes are available, one
-//     per shard of its kernels, built by the helpers at once; binaries are
+//   - Building (device.go, render_shard.go, builder.go, cache.go): kernels
+//     identical up to names are written once (their launches share the
+//     code); one program per executable, or, when helper processes are
+//     available, one per shard of its kernels, taken from a queue by the
+//     helpers as they become ready and by this process; binaries are
 //     cached on disk under $XDG_CACHE_HOME/tartan/opencl keyed by the
 //     SHA-256 of source, device, driver and options, each with its size and
 //     digest, checked before the driver sees it (a damaged entry is
