@@ -156,7 +156,7 @@ func (d *Device) checkDTypes(p *kir.Program) error {
 // checkKernel checks an emitted kernel against the program and the
 // device's limits.
 func (d *Device) checkKernel(p *kir.Program, i int, k *spirv.Kernel) error {
-	l := d.cand.Device.Limits
+	l, want := d.cand.Device.Limits, p.Kernels[i].Schedule.Tiling
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("vulkan: program %q: kernel %d (%s): %s", p.Name, i, p.Kernels[i].Name, fmt.Sprintf(format, args...))
 	}
@@ -171,6 +171,8 @@ func (d *Device) checkKernel(p *kir.Program, i int, k *spirv.Kernel) error {
 		return bad("%d bindings but %d descriptor counts", len(k.Bindings), len(k.Chunks))
 	case k.PushConstantBytes() > int(l.MaxPushConstantsSize):
 		return bad("%d bytes of push constants, more than the device's %d", k.PushConstantBytes(), l.MaxPushConstantsSize)
+	case want != nil && (k.Tiling == nil || !k.Tiling.Same(*want)):
+		return bad("the shader does not run the schedule's tiling %s", want)
 	}
 	cs, descs := chunks(k)
 	for j, b := range k.Bindings {
@@ -849,7 +851,11 @@ func debugKernels(d *Device, p *kir.Program, ks []*spirv.Kernel) {
 				bs[j] += " (written)"
 			}
 		}
-		fmt.Fprintf(os.Stderr, "  %d %s: %d words, bindings %s, work-groups of %v, %v groups%s\n",
-			i, p.Kernels[i].Name, len(k.Words), strings.Join(bs, ", "), k.LocalSize, k.Groups, loop)
+		tiled := ""
+		if t := k.Tiling; t != nil {
+			tiled = ", tiled " + t.String() + " (" + t.From + ")"
+		}
+		fmt.Fprintf(os.Stderr, "  %d %s: %d words, bindings %s, work-groups of %v, %v groups%s%s\n",
+			i, p.Kernels[i].Name, len(k.Words), strings.Join(bs, ", "), k.LocalSize, k.Groups, tiled, loop)
 	}
 }

@@ -86,7 +86,8 @@ type CoopShape struct {
 // (those of binding 0 first) hold its next Chunks[i]-1 (see
 // Target.StorageRange). LocalSize is the work-group
 // size and Groups the work-groups to dispatch, all 0 when the kernel has
-// no points.
+// no points. Tiling is the tiling a tiled product runs with (nil for
+// other kernels): the schedule's, or the cost model's (From "model").
 type Kernel struct {
 	Name              string
 	Words             []uint32
@@ -94,6 +95,7 @@ type Kernel struct {
 	Writes            []bool
 	Chunks            []int
 	LocalSize, Groups [3]int
+	Tiling            *kir.Tiling
 }
 
 // PushConstantBytes returns the size of the kernel's push-constant block.
