@@ -4,6 +4,7 @@
 package spirv
 
 import (
+	"encoding/binary"
 	"math/bits"
 
 	"github.com/tartanml/tartan/kir"
@@ -96,6 +97,26 @@ type Kernel struct {
 	Chunks            []int
 	LocalSize, Groups [3]int
 	Tiling            *kir.Tiling
+}
+
+// Key returns the module without its debug names: kernels of one key run
+// the same code (bindings are numbered, not named), so they can share one
+// pipeline.
+func (k *Kernel) Key() string {
+	var b []byte
+	for i := 0; i < len(k.Words); {
+		n := 1 // the header's words one by one, then whole instructions
+		if i >= 5 {
+			n = min(max(int(k.Words[i]>>16), 1), len(k.Words)-i)
+		}
+		if i < 5 || k.Words[i]&0xffff != opName {
+			for _, w := range k.Words[i : i+n] {
+				b = binary.LittleEndian.AppendUint32(b, w)
+			}
+		}
+		i += n
+	}
+	return string(b)
 }
 
 // PushConstantBytes returns the size of the kernel's push-constant block.
