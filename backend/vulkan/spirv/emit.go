@@ -68,12 +68,13 @@ type emitter struct {
 // (kir.ScatterView). A "gemm" schedule runs as a tiled product with the
 // schedule's tiling or the cost model's (see tiling; a tiling the
 // templates cannot render is an error), and a long reduction into few
-// points as a work-group per point (see lanes). Each kir buffer has a binding of its own, even when two
-// share a slot (those are decorated Aliased), or several where its
-// storage exceeds t.StorageRange (see Kernel). Index arithmetic is 32-bit:
-// buffers, storage or loop spaces of 2³¹ elements or more are refused, as
-// are 64-bit types the target lacks. A malformed kernel (see
-// kir.Program.Validate) gives an error, never a panic or invalid module.
+// points as a work-group per point (see lanes). Each kir buffer has a
+// binding of its own, even when two share a slot (those are decorated
+// Aliased), or several where its storage exceeds t.StorageRange (see
+// Kernel). Index arithmetic is 32-bit: buffers, storage or loop spaces of
+// 2³¹ elements or more are refused, as are 64-bit types the target lacks.
+// A malformed kernel (see kir.Program.Validate) gives an error, never a
+// panic or invalid module.
 func Emit(p *kir.Program, k int, t Target) (out *Kernel, err error) {
 	if p == nil || k < 0 || k >= len(p.Kernels) || p.Kernels[k] == nil {
 		return nil, fmt.Errorf("spirv: no kernel %d in the program", k)
