@@ -13,6 +13,7 @@ import (
 	"github.com/tartanml/tartan/backend/vulkan/vk"
 	"github.com/tartanml/tartan/compile"
 	"github.com/tartanml/tartan/tile"
+	"github.com/tartanml/tartan/tune"
 )
 
 // ErrNotAvailable is matched (errors.Is) by List's error when Vulkan cannot
@@ -377,7 +378,9 @@ func (d *Device) Target() compile.Target {
 }
 
 // Compile implements backend.Device: the graph is compiled for the device's
-// target, every kernel emitted as SPIR-V, and the program loaded.
+// target, the tuner's cached tilings applied (after a search where
+// $TARTAN_TUNE asks for one), every kernel emitted as SPIR-V, and the
+// program loaded.
 func (d *Device) Compile(g *tile.Graph) (backend.Executable, error) {
 	if g == nil {
 		return nil, errors.New("vulkan: Compile: nil graph")
@@ -386,14 +389,13 @@ func (d *Device) Compile(g *tile.Graph) (backend.Executable, error) {
 		return nil, err
 	}
 	p, err := compile.Compile(g, d.Target())
+	if err == nil {
+		p, err = tune.Prepare(p, d)
+	}
 	if err != nil {
 		return nil, err
 	}
-	e, err := d.Load(p)
-	if err != nil {
-		return nil, err // not e: a nil *Executable in the interface is not nil
-	}
-	return e, nil
+	return d.LoadProgram(p)
 }
 
 // Close destroys the device. Its executables must be closed first.

@@ -12,8 +12,8 @@
 // lie inside their parent's slot, reached through element offsets passed
 // as push constants; a buffer larger than maxStorageBufferRange is bound
 // as several descriptors, consecutive ranges of a power of two of bytes,
-// one chosen per element), one compute pipeline and descriptor set per
-// kernel, and the whole program recorded once into one command buffer:
+// one chosen per element), a descriptor set per kernel and a compute
+// pipeline per distinct shader (repeated layers share theirs), and the whole program recorded once into one command buffer:
 // every dispatch followed by a compute-to-compute barrier, a step loop's
 // kernels recorded once per step with that step's offsets. Run waits for
 // the previous run, copies in what the host wrote since and submits the
@@ -32,5 +32,6 @@
 // $TARTAN_MATMUL=fp16 or WithMatmul(MatmulFP16) they run on cooperative
 // matrices (VK_KHR_cooperative_matrix) of float16-rounded operands with
 // float32 accumulation, and Open fails on a device that reports no such
-// shape.
+// shape. Their tilings (spirv.Space) are tuned by package tune: Compile
+// applies the cached ones.
 package vulkan

@@ -37,6 +37,7 @@ type Executable struct {
 
 	layouts    map[int]pipelineLayout // by descriptor count
 	pipes      []pipe
+	pipelines  map[string]vk.Pipeline // by spirv.Kernel.Key, shared by kernels of one key
 	descPool   vk.DescriptorPool
 	cmdPool    vk.CommandPool
 	main, xfer *vk.CommandBuffer
@@ -156,7 +157,7 @@ func (d *Device) checkDTypes(p *kir.Program) error {
 // checkKernel checks an emitted kernel against the program and the
 // device's limits.
 func (d *Device) checkKernel(p *kir.Program, i int, k *spirv.Kernel) error {
-	l := d.cand.Device.Limits
+	l, want := d.cand.Device.Limits, p.Kernels[i].Schedule.Tiling
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("vulkan: program %q: kernel %d (%s): %s", p.Name, i, p.Kernels[i].Name, fmt.Sprintf(format, args...))
 	}
@@ -171,6 +172,8 @@ func (d *Device) checkKernel(p *kir.Program, i int, k *spirv.Kernel) error {
 		return bad("%d bindings but %d descriptor counts", len(k.Bindings), len(k.Chunks))
 	case k.PushConstantBytes() > int(l.MaxPushConstantsSize):
 		return bad("%d bytes of push constants, more than the device's %d", k.PushConstantBytes(), l.MaxPushConstantsSize)
+	case want != nil && (k.Tiling == nil || !k.Tiling.Same(*want)):
+		return bad("the shader does not run the schedule's tiling %s", want)
 	}
 	cs, descs := chunks(k)
 	for j, b := range k.Bindings {
@@ -405,7 +408,7 @@ func (e *Executable) buildPipelines(kernels []*spirv.Kernel) error {
 	if e.descPool, err = vd.NewDescriptorPool(len(kernels), storage); err != nil {
 		return d.execError("creating the descriptor pool of "+p.Name, err)
 	}
-	e.pipes = make([]pipe, len(kernels))
+	e.pipes, e.pipelines = make([]pipe, len(kernels)), map[string]vk.Pipeline{}
 	for i, k := range kernels {
 		if e.pipes[i].k = k; empty(k) {
 			continue
@@ -432,18 +435,21 @@ func (e *Executable) buildPipeline(pp *pipe) error {
 		}
 		e.layouts[n] = pl
 	}
-	mod, err := vd.NewShaderModule(k.Words)
-	if err != nil {
-		return err
+	if pp.pipeline = e.pipelines[k.Key()]; pp.pipeline == 0 {
+		mod, err := vd.NewShaderModule(k.Words)
+		if err != nil {
+			return err
+		}
+		pp.pipeline, err = vd.NewComputePipeline(e.d.cache, pl.layout, mod, "main")
+		vd.DestroyShaderModule(mod)
+		if err != nil {
+			return err
+		}
+		e.pipelines[k.Key()] = pp.pipeline
+		e.d.mu.Lock()
+		e.d.built++
+		e.d.mu.Unlock()
 	}
-	pp.pipeline, err = vd.NewComputePipeline(e.d.cache, pl.layout, mod, "main")
-	vd.DestroyShaderModule(mod)
-	if err != nil {
-		return err
-	}
-	e.d.mu.Lock()
-	e.d.built++
-	e.d.mu.Unlock()
 	pp.layout = pl.layout
 	if pp.set, err = vd.AllocateSet(e.descPool, pl.set); err != nil {
 		return err
@@ -539,6 +545,9 @@ func (e *Executable) record(cb *vk.CommandBuffer, stamps vk.QueryPool) ([]int, e
 
 // Dispatches returns the number of dispatches one Run submits.
 func (e *Executable) Dispatches() int { return e.dispatches }
+
+// Program returns the program the executable runs.
+func (e *Executable) Program() *kir.Program { return e.p }
 
 // wait waits for the last submission.
 func (e *Executable) wait() error {
@@ -791,8 +800,8 @@ func (e *Executable) Close() error {
 		first = err
 	}
 	vd := d.vk
-	for _, pp := range e.pipes {
-		vd.DestroyPipeline(pp.pipeline)
+	for _, pl := range e.pipelines {
+		vd.DestroyPipeline(pl)
 	}
 	for _, pl := range e.layouts {
 		vd.DestroyPipelineLayout(pl.layout)
@@ -849,7 +858,11 @@ func debugKernels(d *Device, p *kir.Program, ks []*spirv.Kernel) {
 				bs[j] += " (written)"
 			}
 		}
-		fmt.Fprintf(os.Stderr, "  %d %s: %d words, bindings %s, work-groups of %v, %v groups%s\n",
-			i, p.Kernels[i].Name, len(k.Words), strings.Join(bs, ", "), k.LocalSize, k.Groups, loop)
+		tiled := ""
+		if t := k.Tiling; t != nil {
+			tiled = ", tiled " + t.String() + " (" + t.From + ")"
+		}
+		fmt.Fprintf(os.Stderr, "  %d %s: %d words, bindings %s, work-groups of %v, %v groups%s%s\n",
+			i, p.Kernels[i].Name, len(k.Words), strings.Join(bs, ", "), k.LocalSize, k.Groups, tiled, loop)
 	}
 }

@@ -1,13 +1,16 @@
 package vulkan
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/reference"
 	"github.com/tartanml/tartan/backend/vulkan/spirv"
+	"github.com/tartanml/tartan/backend/vulkan/vk"
 	"github.com/tartanml/tartan/compile"
 	"github.com/tartanml/tartan/op"
 	"github.com/tartanml/tartan/tile"
@@ -130,4 +133,35 @@ func run(t *testing.T, d backend.Device, g *tile.Graph, inputs map[string][]floa
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestSharedPipelines runs two layers that differ only in the buffers
+// they touch, and a third of another shape: the two share their pipelines
+// (their shaders differ only in names), the third has its own, and every
+// output is kir.Interpret's.
+func TestSharedPipelines(t *testing.T) {
+	d := openTest(t)
+	f := tile.Float32
+	g := tile.NewGraph("layers")
+	x := g.Input("x", f, tile.Shape{20, 30})
+	for i, n := range []int{30, 30, 17} {
+		w := g.Input(fmt.Sprintf("w%d", i), f, tile.Shape{30, n})
+		g.SetOutput(fmt.Sprintf("o%d", i), op.ReLU(g, op.MatMul(g, x, w)))
+	}
+	p, err := compile.Compile(g, d.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := d.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// Kernels 0 and 1 (the product and its ReLU) of each layer.
+	pl := func(i int) vk.Pipeline { return e.pipes[i].pipeline }
+	if len(e.pipes) != 6 || len(e.pipelines) != 4 || pl(0) != pl(2) || pl(1) != pl(3) || pl(4) == pl(0) || pl(5) == pl(1) ||
+		slices.Equal(e.pipes[0].k.Words, e.pipes[2].k.Words) {
+		t.Fatalf("%d kernels on %d pipelines:\n%v", len(e.pipes), len(e.pipelines), p)
+	}
+	checkRun(t, "layers", p, e, randomInputs(p))
 }

@@ -28,12 +28,9 @@ type coopCfg struct {
 	sa, sb     int // the row strides of staged A (bm × bk) and B (bk × bn)
 }
 
-// coopBlock returns the layout for a product of rows × cols: blocks of
-// 32, 64 or 128 along each by the extent, slices of at least 32 depths,
-// and at most coopThreads/sub sub-groups of sub invocations dividing the
-// block's tiles between them, each taking a region as square as they
-// allow.
-func coopBlock(s CoopShape, sub, rows, cols int) coopCfg {
+// coopBlock returns the cost model's block and slice depth for a product
+// of rows × cols: 32, 64 or 128 along each by the extent, slices of 32.
+func coopBlock(s CoopShape, rows, cols int) (bm, bn, bk int) {
 	side := func(n, t int) int {
 		for _, b := range []int{32, 64} {
 			if n <= b && b%t == 0 {
@@ -42,7 +39,15 @@ func coopBlock(s CoopShape, sub, rows, cols int) coopCfg {
 		}
 		return 128
 	}
-	c := coopCfg{bm: side(rows, s.M), bn: side(cols, s.N), bk: s.K * max(1, 32/s.K), sgR: 1, sgC: 1}
+	return side(rows, s.M), side(cols, s.N), 32
+}
+
+// coopLayout returns the layout of blocks of bm × bn in slices of bk:
+// at most coopThreads/sub sub-groups of sub invocations dividing the
+// block's tiles between them, each taking a region as square as they
+// allow.
+func coopLayout(s CoopShape, sub, bm, bn, bk int) coopCfg {
+	c := coopCfg{bm: bm, bn: bn, bk: bk, sgR: 1, sgC: 1}
 	tr, tc, nsg := c.bm/s.M, c.bn/s.N, max(1, coopThreads/max(sub, 1))
 	for c.sgR*c.sgC*2 <= nsg {
 		wideR, wideC := tr%(2*c.sgR) == 0, tc%(2*c.sgC) == 0
@@ -69,20 +74,16 @@ func (c coopCfg) sharedBytes(s CoopShape) int {
 // takes for shape s in sub-groups of sub invocations: the runtime checks
 // it against the device's before it offers the shape.
 func CoopSharedBytes(s CoopShape, sub int) int {
-	return coopBlock(s, sub, 1<<20, 1<<20).sharedBytes(s)
+	return coopLayout(s, sub, 128, 128, 32).sharedBytes(s)
 }
 
-// coopGEMM emits the tiled product of view v on cooperative matrices.
-func (e *emitter) coopGEMM(v *kir.GEMMView) {
+// coopGEMM emits the tiled product of view v with tiling tl on
+// cooperative matrices.
+func (e *emitter) coopGEMM(v *kir.GEMMView, tl *kir.Tiling) {
 	m, s, sub := e.m, e.t.Coop, e.t.SubgroupSize
 	i32, f32 := m.tInt(32, true), m.tFloat(32)
 	h := m.tHalf(s.BFloat16)
-	_, rows, cols, _ := v.Extents(e.k)
-	c := coopBlock(s, sub, rows, cols)
-	if c.sharedBytes(s) > e.t.SharedBytes {
-		e.fail("the cooperative-matrix product needs %d bytes of shared memory, beyond the device's %d", c.sharedBytes(s), e.t.SharedBytes)
-		return
-	}
+	c := coopLayout(s, sub, tl.BM, tl.BN, tl.BK)
 	f := e.newFrame(v, c.bm, c.bn, sub)
 	add, mul := f.add, func(a, b uint32) uint32 { return m.op(opIMul, i32, a, b) }
 	lane, sg := f.lo, f.hi

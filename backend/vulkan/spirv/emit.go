@@ -65,14 +65,16 @@ type emitter struct {
 // 64-bit integers, floats beyond ±2³¹ convert to int32 by saturating.
 //
 // An invocation computes one output point, or one column of a "scatter"
-// (kir.ScatterView). A "gemm" schedule runs as a tiled product (see
-// tiled), and a long reduction into few points as a work-group per point
-// (see lanes). Each kir buffer has a binding of its own, even when two
-// share a slot (those are decorated Aliased), or several where its
-// storage exceeds t.StorageRange (see Kernel). Index arithmetic is 32-bit:
-// buffers, storage or loop spaces of 2³¹ elements or more are refused, as
-// are 64-bit types the target lacks. A malformed kernel (see
-// kir.Program.Validate) gives an error, never a panic or invalid module.
+// (kir.ScatterView). A "gemm" schedule runs as a tiled product with the
+// schedule's tiling or the cost model's (see tiling; a tiling the
+// templates cannot render is an error), and a long reduction into few
+// points as a work-group per point (see lanes). Each kir buffer has a
+// binding of its own, even when two share a slot (those are decorated
+// Aliased), or several where its storage exceeds t.StorageRange (see
+// Kernel). Index arithmetic is 32-bit: buffers, storage or loop spaces of
+// 2³¹ elements or more are refused, as are 64-bit types the target lacks.
+// A malformed kernel (see kir.Program.Validate) gives an error, never a
+// panic or invalid module.
 func Emit(p *kir.Program, k int, t Target) (out *Kernel, err error) {
 	if p == nil || k < 0 || k >= len(p.Kernels) || p.Kernels[k] == nil {
 		return nil, fmt.Errorf("spirv: no kernel %d in the program", k)
@@ -166,16 +168,20 @@ func (e *emitter) kernel() (*Kernel, error) {
 	res.Writes[0] = true
 	sv := k.Schedule.Scatter
 	scatter := k.Schedule.Strategy == "scatter" && sv != nil && scatterable(p, k, sv)
-	points, lanes, gemm := total, 1, e.tiled()
-	var err error
+	points, lanes := total, 1
+	tl, err := e.tiling()
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case scatter:
 		points /= k.Shape[sv.Axis]
 		err = e.grid(res, points, 0)
-	case gemm:
+	case tl != nil:
 		b, rows, cols, _ := k.Schedule.GEMM.Extents(k)
-		bm, bn, threads := e.block(rows, cols)
-		res.LocalSize, res.Groups = [3]int{threads, 1, 1}, [3]int{(cols + bn - 1) / bn, (rows + bm - 1) / bm, b}
+		threads, _ := e.check(*tl)
+		res.LocalSize, res.Groups = [3]int{threads, 1, 1}, [3]int{(cols + tl.BN - 1) / tl.BN, (rows + tl.BM - 1) / tl.BM, b}
+		res.Tiling = tl
 		if total == 0 {
 			res.LocalSize, res.Groups = [3]int{}, [3]int{}
 		}
@@ -236,8 +242,8 @@ func (e *emitter) kernel() (*Kernel, error) {
 		ptr := m.op(opAccessChain, m.tPtr(scPushConstant, u32), pc, e.ci(i))
 		e.bind[id].base = m.op(opBitcast, i32, m.op(opLoad, u32, ptr))
 	}
-	if gemm {
-		e.gemm(k.Schedule.GEMM)
+	if tl != nil {
+		e.gemm(k.Schedule.GEMM, tl)
 	} else {
 		id, per := m.op(opLoad, m.tVec(u32, 3), m.builtin(builtInGlobalInvocationID)), res.LocalSize[0]
 		if lanes > 1 {

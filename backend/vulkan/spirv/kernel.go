@@ -4,6 +4,7 @@
 package spirv
 
 import (
+	"encoding/binary"
 	"math/bits"
 
 	"github.com/tartanml/tartan/kir"
@@ -86,7 +87,8 @@ type CoopShape struct {
 // (those of binding 0 first) hold its next Chunks[i]-1 (see
 // Target.StorageRange). LocalSize is the work-group
 // size and Groups the work-groups to dispatch, all 0 when the kernel has
-// no points.
+// no points. Tiling is the tiling a tiled product runs with (nil for
+// other kernels): the schedule's, or the cost model's (From "model").
 type Kernel struct {
 	Name              string
 	Words             []uint32
@@ -94,6 +96,27 @@ type Kernel struct {
 	Writes            []bool
 	Chunks            []int
 	LocalSize, Groups [3]int
+	Tiling            *kir.Tiling
+}
+
+// Key returns the module without its debug names: kernels of one key run
+// the same code (bindings are numbered, not named), so they can share one
+// pipeline.
+func (k *Kernel) Key() string {
+	var b []byte
+	for i := 0; i < len(k.Words); {
+		n := 1 // the header's words one by one, then whole instructions
+		if i >= 5 {
+			n = min(max(int(k.Words[i]>>16), 1), len(k.Words)-i)
+		}
+		if i < 5 || k.Words[i]&0xffff != opName {
+			for _, w := range k.Words[i : i+n] {
+				b = binary.LittleEndian.AppendUint32(b, w)
+			}
+		}
+		i += n
+	}
+	return string(b)
 }
 
 // PushConstantBytes returns the size of the kernel's push-constant block.
