@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/compile"
@@ -16,7 +17,7 @@ import (
 
 // tunedProgram is a batched product with a long sum and a padded
 // convolution, compiled for d.
-func tunedProgram(t *testing.T, d *Device) *kir.Program {
+func tunedProgram(t testing.TB, d *Device) *kir.Program {
 	f := tile.Float32
 	g := tile.NewGraph("tuned")
 	a, b := g.Input("a", f, tile.Shape{2, 70, 160}), g.Input("wb", f, tile.Shape{160, 90})
@@ -271,4 +272,33 @@ func (s *slowed) Profile() ([]backend.KernelTime, error) {
 		}
 	}
 	return ts, err
+}
+
+// BenchmarkSearch times a search over the whole tuning space of the
+// product and the convolution of tunedProgram (blocks forced on, emulated
+// tensor cores), with a beam of 2 and budget enough to finish. Builds are
+// cached within a process: run it with -benchtime=1x, and with the
+// driver's own cache off (POCL_KERNEL_CACHE=0).
+func BenchmarkSearch(b *testing.B) {
+	cs, err := List()
+	if err != nil || len(cs) == 0 {
+		b.Skipf("no OpenCL device: %v", err)
+	}
+	d, err := OpenCandidate(cs[0], WithCacheDir(b.TempDir()), withTest(testHooks{gemmTile: 64, emulateMMA: Matmul3xTF32}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	p := tunedProgram(b, d)
+	for b.Loop() {
+		res, err := tune.Search(p, d, tune.Open(""), tune.Options{Beam: 2, Budget: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tried := 0
+		for _, r := range res {
+			tried += r.Tried
+		}
+		b.ReportMetric(float64(tried), "tried")
+	}
 }
