@@ -9,12 +9,17 @@
 //     layout, not the buffers it touches or its name), a device by its
 //     Device.TuneKey (backend, device, driver and code-generation version).
 //   - Search: for each matrix-product kernel not yet in the cache, Search
-//     extracts it as a program of its own (kir.Extract), times the cost
-//     model's tiling and then a small beam over the device's space of
-//     tilings — each round tries the tilings that differ from a member of
+//     extracts it as a program of its own (kir.Extract) and runs a small
+//     beam over the device's space of tilings, starting from the cost
+//     model's: each round tries the tilings that differ from a member of
 //     the beam in one decision (the matrix instruction, the block, the
-//     number of parts of the sum) and keeps the Beam fastest — until a
-//     round finds nothing faster or the kernel's time budget is spent.
+//     number of parts of the sum) and keeps the Beam fastest, until a
+//     round finds nothing faster or the kernel's time budget is spent. A
+//     round's candidates (the first round's with the model's tiling) are
+//     one program, the kernel once per candidate, built at once and timed
+//     by the device's per-kernel timer in the same runs; when it does not
+//     load, they are loaded one by one and a candidate that fails is
+//     skipped.
 //   - Apply: cached decisions become the kernels' kir.Schedule.Tiling, from
 //     the "tuner"; kernels without one keep the model's choice.
 //
@@ -195,7 +200,10 @@ func Search(p *kir.Program, d Device, c *Cache, o Options) ([]Result, error) {
 	return out, nil
 }
 
-// searchKernel runs the beam over space for the one-kernel program q.
+// searchKernel runs the beam over space for the one-kernel program q. The
+// first round times the model's tiling with its neighbours; each round's
+// candidates are built as one program (see together) and timed in the
+// same profiled runs.
 func searchKernel(q *kir.Program, d Device, model kir.Tiling, space []kir.Tiling, o Options) (Result, error) {
 	start := time.Now()
 	type scored struct {
@@ -206,47 +214,17 @@ func searchKernel(q *kir.Program, d Device, model kir.Tiling, space []kir.Tiling
 	seen := func(t kir.Tiling) bool {
 		return slices.ContainsFunc(measured, func(m scored) bool { return m.t.Same(t) })
 	}
-	// measure times the tilings ts, loading (building) them in parallel
-	// and then timing them one at a time.
-	measure := func(ts []kir.Tiling, limit float64) {
-		exes := make([]backend.Executable, len(ts))
-		errs := make([]error, len(ts))
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, buildParallel)
-		for i, t := range ts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				exes[i], errs[i] = load(q, d, t)
-			}()
-		}
-		wg.Wait()
-		for i, t := range ts {
-			s := math.Inf(1)
-			if errs[i] == nil {
-				s, errs[i] = timeLoaded(q, exes[i], limit)
-				exes[i].Close()
-			}
-			if errs[i] != nil {
-				if o.Log != nil {
-					fmt.Fprintf(o.Log, "tune: %s with %s: %v\n", q.Kernels[0].Name, t.String(), errs[i])
-				}
-				s = math.Inf(1)
-			}
-			measured = append(measured, scored{t, s})
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "tune: %s"+format+"\n", append([]any{q.Kernels[0].Name}, args...)...)
 		}
 	}
-	measure([]kir.Tiling{model}, math.Inf(1))
-	ms := measured[0].s
-	if math.IsInf(ms, 1) {
-		return Result{}, fmt.Errorf("the cost model's tiling %s does not run", model.String())
-	}
-	beam := []kir.Tiling{model}
-	best := ms
-	for time.Since(start) < o.Budget {
+	beam, best, ms := []kir.Tiling{model}, math.Inf(1), math.Inf(1)
+	for round := 0; round == 0 || time.Since(start) < o.Budget; round++ {
 		var next []kir.Tiling
+		if round == 0 {
+			next = append(next, model)
+		}
 		for _, b := range beam {
 			for _, t := range space {
 				if neighbours(b, t) && !seen(t) && !slices.ContainsFunc(next, t.Same) {
@@ -257,7 +235,19 @@ func searchKernel(q *kir.Program, d Device, model kir.Tiling, space []kir.Tiling
 		if len(next) == 0 {
 			break
 		}
-		measure(next, 4*best)
+		s, err := timeTogether(q, d, next)
+		if err != nil {
+			logf(": %d candidates in one program: %v; loading them one by one", len(next), err)
+			s = timeApart(q, d, next, 4*best, logf)
+		}
+		for i, t := range next {
+			measured = append(measured, scored{t, s[i]})
+		}
+		if round == 0 {
+			if ms = s[0]; math.IsInf(ms, 1) {
+				return Result{}, fmt.Errorf("the cost model's tiling %s does not run", model.String())
+			}
+		}
 		sort.SliceStable(measured, func(a, b int) bool { return measured[a].s < measured[b].s })
 		beam = beam[:0]
 		for _, m := range measured[:min(o.Beam, len(measured))] {
@@ -270,7 +260,6 @@ func searchKernel(q *kir.Program, d Device, model kir.Tiling, space []kir.Tiling
 		}
 		best = measured[0].s
 	}
-	sort.SliceStable(measured, func(a, b int) bool { return measured[a].s < measured[b].s })
 	r := Result{Model: model, ModelSeconds: ms, Best: measured[0].t, BestSeconds: measured[0].s, Tried: len(measured)}
 	// Keep the model's tiling unless another is clearly faster: timings
 	// this short vary by a few percent from run to run.
@@ -296,23 +285,111 @@ func neighbours(b, t kir.Tiling) bool {
 	return diff == 1
 }
 
-// buildParallel is how many candidates build at once.
+// buildParallel is how many candidates build at once when they are loaded
+// one by one.
 const buildParallel = 8
 
-// load loads q with its kernel tiled by t, its inputs set to zeros.
-func load(q *kir.Program, d Device, t kir.Tiling) (backend.Executable, error) {
-	qq := *q
-	k := *q.Kernels[0]
-	tt := t
-	tt.From = "tuner"
-	k.Schedule.Tiling = &tt
-	qq.Kernels = []*kir.Kernel{&k}
-	e, err := d.LoadProgram(&qq)
+// together returns q with its kernel repeated once per tiling of ts, all
+// copies reading q's inputs, copy i writing an output of its own ("out",
+// then "out1", "out2", …) and named by Source "tune candidate i". Each
+// copy is a one-step loop of its own, so that no backend merges or
+// reorders the launches of two candidates and each launch of a profile
+// belongs to one of them. (A kernel with reduction loops never reads its
+// own output, so no copy reads another's.)
+func together(q *kir.Program, ts []kir.Tiling) (*kir.Program, error) {
+	p := *q
+	p.Buffers, p.Outputs, p.SlotBytes = slices.Clone(q.Buffers), slices.Clone(q.Outputs), slices.Clone(q.SlotBytes)
+	p.Kernels, p.Loops = nil, nil
+	out := q.Buffers[q.Kernels[0].Out]
+	for i, t := range ts {
+		// q's buffers are in the order its kernel names them, so
+		// extracting the kernel again copies it with the same numbering.
+		c, err := kir.Extract(q, 0)
+		if err != nil {
+			return nil, err
+		}
+		k := c.Kernels[0]
+		if i > 0 {
+			b := *out
+			b.ID, b.Slot, b.Name = len(p.Buffers), p.Slots, "out"+strconv.Itoa(i)
+			p.Buffers, p.SlotBytes = append(p.Buffers, &b), append(p.SlotBytes, q.SlotBytes[out.Slot])
+			p.Outputs = append(p.Outputs, kir.Binding{Name: b.Name, Buffer: b.ID})
+			p.Slots++
+			k.Out = b.ID
+		}
+		tt := t
+		tt.From = "tuner"
+		k.Schedule.Tiling, k.Source = &tt, candidateSource(i)
+		p.Loops = append(p.Loops, kir.StepLoop{First: i, End: i + 1, Steps: 1})
+		p.Kernels = append(p.Kernels, k)
+	}
+	return &p, nil
+}
+
+func candidateSource(i int) string { return "tune candidate " + strconv.Itoa(i) }
+
+// timeTogether builds the candidates ts of q as one program and returns
+// the median time of each.
+func timeTogether(q *kir.Program, d Device, ts []kir.Tiling) ([]float64, error) {
+	p, err := together(q, ts)
 	if err != nil {
 		return nil, err
 	}
-	for _, in := range qq.Inputs {
-		b := qq.Buffers[in.Buffer]
+	e, err := load(p, d)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	return timeLoaded(p, e, math.Inf(1))
+}
+
+// timeApart loads the candidates ts of q one by one, building them in
+// parallel, and times them one at a time; a candidate that fails to build
+// or run is logged and timed as +Inf. A candidate whose first timed run
+// exceeds limit seconds is not run again.
+func timeApart(q *kir.Program, d Device, ts []kir.Tiling, limit float64, logf func(string, ...any)) []float64 {
+	progs := make([]*kir.Program, len(ts))
+	exes := make([]backend.Executable, len(ts))
+	errs := make([]error, len(ts))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, buildParallel)
+	for i, t := range ts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			progs[i], errs[i] = together(q, []kir.Tiling{t})
+			if errs[i] == nil {
+				exes[i], errs[i] = load(progs[i], d)
+			}
+		}()
+	}
+	wg.Wait()
+	out := make([]float64, len(ts))
+	for i, t := range ts {
+		var s []float64
+		if errs[i] == nil {
+			s, errs[i] = timeLoaded(progs[i], exes[i], limit)
+			exes[i].Close()
+		}
+		if out[i] = math.Inf(1); errs[i] == nil {
+			out[i] = s[0]
+		} else {
+			logf(" with %s: %v", t.String(), errs[i])
+		}
+	}
+	return out
+}
+
+// load loads p with its inputs set to zeros.
+func load(p *kir.Program, d Device) (backend.Executable, error) {
+	e, err := d.LoadProgram(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range p.Inputs {
+		b := p.Buffers[in.Buffer]
 		if err := e.SetInput(in.Name, backend.HostSlice(b.DType, make([]float64, b.Size()))); err != nil {
 			e.Close()
 			return nil, err
@@ -321,51 +398,77 @@ func load(q *kir.Program, d Device, t kir.Tiling) (backend.Executable, error) {
 	return e, nil
 }
 
-// timeLoaded returns the median time of one run of the loaded one-kernel
-// program q, measured with the device's per-kernel timer where the
-// executable has one. A candidate whose first timed run exceeds limit
-// seconds is not run again.
-func timeLoaded(q *kir.Program, e backend.Executable, limit float64) (float64, error) {
+// timeLoaded returns the median time of each kernel of the loaded program
+// p (the candidates of together) over several runs, measured with the
+// device's per-kernel timer, or for a program of one kernel without one,
+// with the host's clock. When every kernel's first timed run exceeds limit
+// seconds, the program is not run again.
+func timeLoaded(p *kir.Program, e backend.Executable, limit float64) ([]float64, error) {
 	if err := e.Run(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	once := func() (float64, error) {
-		if p, ok := e.(backend.Profiler); ok {
-			ts, err := p.Profile()
-			if err != nil {
-				return 0, err
+	n := len(p.Kernels)
+	prof, ok := e.(backend.Profiler)
+	if !ok && n > 1 {
+		return nil, fmt.Errorf("no per-kernel timer to tell %d kernels apart", n)
+	}
+	index := map[string]int{}
+	for i, k := range p.Kernels {
+		index[k.Source] = i
+	}
+	once := func() ([]float64, error) {
+		s := make([]float64, n)
+		if !ok {
+			start := time.Now()
+			if err := e.Run(); err != nil {
+				return nil, err
 			}
-			s := 0.0
-			for _, x := range ts {
-				s += x.Seconds
+			out := p.Buffers[p.Outputs[0].Buffer]
+			if err := e.ReadOutput(p.Outputs[0].Name, backend.HostSlice(out.DType, make([]float64, out.Size()))); err != nil {
+				return nil, err
 			}
+			s[0] = time.Since(start).Seconds()
 			return s, nil
 		}
-		start := time.Now()
-		if err := e.Run(); err != nil {
-			return 0, err
+		ts, err := prof.Profile()
+		if err != nil {
+			return nil, err
 		}
-		out := q.Buffers[q.Outputs[0].Buffer]
-		if err := e.ReadOutput("out", backend.HostSlice(out.DType, make([]float64, out.Size()))); err != nil {
-			return 0, err
+		timed := make([]bool, n)
+		for _, x := range ts {
+			i, found := index[x.Source]
+			if !found {
+				return nil, fmt.Errorf("the profile names %s (%q), no kernel of the program", x.Kernel, x.Source)
+			}
+			s[i] += x.Seconds
+			timed[i] = true
 		}
-		return time.Since(start).Seconds(), nil
+		if i := slices.Index(timed, false); i >= 0 {
+			return nil, fmt.Errorf("the profile does not time kernel %d", i)
+		}
+		return s, nil
 	}
-	var ts []float64
+	runs := make([][]float64, n)
 	total := 0.0
-	for len(ts) < 7 && (len(ts) < 3 || total < 0.05) {
+	for len(runs[0]) < 7 && (len(runs[0]) < 3 || total < 0.05*float64(n)) {
 		s, err := once()
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		ts = append(ts, s)
-		total += s
-		if len(ts) == 1 && s > limit {
+		for i, x := range s {
+			runs[i] = append(runs[i], x)
+			total += x
+		}
+		if len(runs[0]) == 1 && slices.Min(s) > limit {
 			return s, nil
 		}
 	}
-	sort.Float64s(ts)
-	return ts[len(ts)/2], nil
+	out := make([]float64, n)
+	for i, r := range runs {
+		sort.Float64s(r)
+		out[i] = r[len(r)/2]
+	}
+	return out, nil
 }
 
 // searching keeps one search at a time in a process, so that candidates

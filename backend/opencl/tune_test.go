@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/compile"
@@ -16,7 +17,7 @@ import (
 
 // tunedProgram is a batched product with a long sum and a padded
 // convolution, compiled for d.
-func tunedProgram(t *testing.T, d *Device) *kir.Program {
+func tunedProgram(t testing.TB, d *Device) *kir.Program {
 	f := tile.Float32
 	g := tile.NewGraph("tuned")
 	a, b := g.Input("a", f, tile.Shape{2, 70, 160}), g.Input("wb", f, tile.Shape{160, 90})
@@ -106,19 +107,43 @@ func TestTilings(t *testing.T) {
 			t.Fatalf("%d kernels have tilings to choose, want 2", tuned)
 		}
 		path := filepath.Join(t.TempDir(), "tune.json")
-		c := tune.Open(path)
 		cd := &countingDevice{Device: d, keep: 3}
-		res, err := tune.Search(p, cd, c, tune.Options{Beam: 2})
+		res, err := tune.Search(p, cd, tune.Open(path), tune.Options{Beam: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res) != 2 || cd.loads != 6 {
-			t.Fatalf("search tuned %d kernels with %d loads, want 2 kernels and several candidates each", len(res), cd.loads)
+		// One build per kernel: the model's tiling and its two
+		// neighbours in one program, each candidate computing the
+		// extracted kernel's results into an output of its own.
+		if len(res) != 2 || len(cd.loads) != 2 {
+			t.Fatalf("search tuned %d kernels with %d loads, want 2 kernels with a load each", len(res), len(cd.loads))
 		}
-		cd.loads = 0
+		for j, lp := range cd.loads {
+			checkCandidates(t, d, p, lp, 3)
+			// Every candidate but the favoured one is a second slower in
+			// profiles: the search finds the favoured one.
+			if r := res[j]; !r.Best.Same(cd.fast[j]) || r.ModelSeconds < 1 || r.BestSeconds > 1 || r.Tried != 3 {
+				t.Errorf("kernel %s: best %s in %g s (model %g s, %d tried), want %s", r.Kernel, r.Best.String(), r.BestSeconds, r.ModelSeconds, r.Tried, cd.fast[j].String())
+			}
+		}
+		cd.loads = nil
 		res, err = tune.Search(p, cd, tune.Open(path), tune.Options{Beam: 2})
-		if err != nil || len(res) != 0 || cd.loads != 0 {
-			t.Fatalf("a second search over the stored cache tuned %d kernels with %d loads (%v)", len(res), cd.loads, err)
+		if err != nil || len(res) != 0 || len(cd.loads) != 0 {
+			t.Fatalf("a second search over the stored cache tuned %d kernels with %d loads (%v)", len(res), len(cd.loads), err)
+		}
+		// A candidate that does not build sinks the program of its round:
+		// the candidates are loaded one by one, and the others still timed.
+		var log strings.Builder
+		cd = &countingDevice{Device: d, keep: 3, bad: true}
+		res, err = tune.Search(p, cd, tune.Open(""), tune.Options{Beam: 2, Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 1 || len(cd.loads) != 5 || len(cd.loads[0].Kernels) != 4 || !strings.Contains(log.String(), "48x48x16") {
+			t.Fatalf("with a tiling that does not build: %d kernels tuned with %d loads, log:\n%s", len(res), len(cd.loads), log.String())
+		}
+		if r := res[0]; !r.Best.Same(cd.fast[0]) || r.Tried != 4 || r.ModelSeconds < 1 {
+			t.Errorf("kernel %s with a tiling that does not build: best %s (model %g s, %d tried), want %s", r.Kernel, r.Best.String(), r.ModelSeconds, r.Tried, cd.fast[0].String())
 		}
 		q, n := tune.Apply(p, d, tune.Open(path))
 		if n != 2 {
@@ -154,28 +179,126 @@ func withTiling(p *kir.Program, i int, tl kir.Tiling) *kir.Program {
 	return &q
 }
 
-// countingDevice counts the programs a search loads, and offers it only
+// checkCandidates checks a program of n tuning candidates of a kernel of
+// p: each is a kernel of its own, launched with its tiling (marked as
+// tuned), and computes what kir.Interpret computes for the kernel
+// extracted from p.
+func checkCandidates(t *testing.T, d *Device, p, cp *kir.Program, n int) {
+	t.Helper()
+	i := slices.IndexFunc(p.Kernels, func(k *kir.Kernel) bool { return k.Name == cp.Kernels[0].Name })
+	if len(cp.Kernels) != n || len(cp.Outputs) != n || i < 0 {
+		t.Fatalf("a program of %d kernels and %d outputs (kernel %d), want %d candidates", len(cp.Kernels), len(cp.Outputs), i, n)
+	}
+	q, err := kir.Extract(p, i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := loopInputs(q, 9)
+	want := interpretLoopProgram(t, q, in)["out"]
+	got, e := runLoopProgram(t, d, cp, in, false)
+	for j, o := range cp.Outputs {
+		if err := closeTo(got[o.Name], want, tile.Float32, 1e-4, 1e-5); err != nil {
+			t.Errorf("%s, candidate %d (%s): %v", q.Kernels[0].Name, j, cp.Kernels[j].Schedule.Tiling.String(), err)
+		}
+	}
+	for j := range cp.Kernels {
+		if !slices.ContainsFunc(e.launches, func(l launch) bool {
+			return l.plan.Kernel == j && strings.HasPrefix(l.plan.Strategy, "gemm") && strings.Contains(l.plan.Strategy, "(tuner)")
+		}) {
+			t.Errorf("candidate %d: no tuned matrix-product launch", j)
+		}
+	}
+}
+
+// countingDevice records the programs a search loads, and offers it only
 // the model's tiling and the first keep−1 of each space that differ from
-// it in the number of parts or the matrix instruction alone (each
-// candidate costs a build).
+// it in the number of parts or the matrix instruction alone, its
+// neighbours (each candidate costs a build); with bad, also a tiling the templates cannot
+// render, for the first kernel only. Its profiles add a second to every
+// launch of a candidate but the favoured one of each kernel, the second
+// or the third tiling it offers, by turns (a search loads the programs of
+// one kernel after asking for its space).
 type countingDevice struct {
 	*Device
-	loads, keep int
+	keep  int
+	bad   bool
+	fast  []kir.Tiling
+	loads []*kir.Program
 }
 
 func (c *countingDevice) TuneSpace(p *kir.Program, k int) (kir.Tiling, []kir.Tiling) {
 	model, space := c.Device.TuneSpace(p, k)
+	if c.bad && len(c.fast) > 0 {
+		return model, nil
+	}
 	out := []kir.Tiling{model}
 	for _, t := range space {
-		near := t.BM == model.BM && (t.Matrix == model.Matrix || t.Parts == model.Parts)
+		block := t.BM == model.BM && t.BN == model.BN && t.BK == model.BK
+		near := block && (t.Matrix == model.Matrix) != (max(t.Parts, 1) == max(model.Parts, 1))
 		if len(out) < c.keep && near && !t.Same(model) {
 			out = append(out, t)
 		}
+	}
+	c.fast = append(c.fast, out[min(1+len(c.fast)%2, len(out)-1)])
+	if c.bad {
+		bad := model
+		bad.BM, bad.BN = 48, 48
+		out = append(out, bad)
 	}
 	return model, out
 }
 
 func (c *countingDevice) LoadProgram(p *kir.Program) (backend.Executable, error) {
-	c.loads++
-	return c.Device.LoadProgram(p)
+	c.loads = append(c.loads, p)
+	e, err := c.Device.Load(p)
+	if err != nil {
+		return nil, err
+	}
+	return &slowed{e, c.fast[len(c.fast)-1]}, nil
+}
+
+// slowed is an executable whose profiles add a second to every launch of
+// a kernel tiled other than by fast.
+type slowed struct {
+	*Executable
+	fast kir.Tiling
+}
+
+func (s *slowed) Profile() ([]backend.KernelTime, error) {
+	ts, err := s.Executable.Profile()
+	for i, l := range s.launches {
+		if tl := s.p.Kernels[l.plan.Kernel].Schedule.Tiling; err == nil && (tl == nil || !tl.Same(s.fast)) {
+			ts[i].Seconds++
+		}
+	}
+	return ts, err
+}
+
+// BenchmarkSearch times a search over the whole tuning space of the
+// product and the convolution of tunedProgram (blocks forced on, emulated
+// tensor cores), with a beam of 2 and budget enough to finish. Builds are
+// cached within a process: run it with -benchtime=1x, and with the
+// driver's own cache off (POCL_KERNEL_CACHE=0).
+func BenchmarkSearch(b *testing.B) {
+	cs, err := List()
+	if err != nil || len(cs) == 0 {
+		b.Skipf("no OpenCL device: %v", err)
+	}
+	d, err := OpenCandidate(cs[0], WithCacheDir(b.TempDir()), withTest(testHooks{gemmTile: 64, emulateMMA: Matmul3xTF32}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	p := tunedProgram(b, d)
+	for b.Loop() {
+		res, err := tune.Search(p, d, tune.Open(""), tune.Options{Beam: 2, Budget: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tried := 0
+		for _, r := range res {
+			tried += r.Tried
+		}
+		b.ReportMetric(float64(tried), "tried")
+	}
 }
