@@ -52,6 +52,12 @@ func selectF32x8(d, c, a, b *float32, n int)
 //go:noescape
 func sqrtF32x8(d, a *float32, n int)
 
+//go:noescape
+func negF32x8(d, a *float32, n int)
+
+//go:noescape
+func absF32x8(d, a *float32, n int)
+
 // simdBinaryF computes the multiple-of-8 prefix of a binary function or
 // comparison of float32 lanes with AVX2 and returns its length (0 when it
 // did nothing). a and b hold at least len(d) elements.
@@ -108,11 +114,20 @@ func simdSelectF(d, c, a, b []float32) int {
 // simdUnaryF is the multiple-of-8 prefix of a unary function.
 func simdUnaryF(fn tile.Fn, d, a []float32) int {
 	n := len(d) &^ 7
-	if !useSIMD || n == 0 || fn != tile.Sqrt {
+	if !useSIMD || n == 0 {
 		return 0
 	}
 	a = a[:n]
-	sqrtF32x8(&d[0], &a[0], n)
+	switch fn {
+	case tile.Sqrt:
+		sqrtF32x8(&d[0], &a[0], n)
+	case tile.Neg:
+		negF32x8(&d[0], &a[0], n)
+	case tile.Abs:
+		absF32x8(&d[0], &a[0], n)
+	default:
+		return 0
+	}
 	return n
 }
 

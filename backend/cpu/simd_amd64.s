@@ -202,6 +202,32 @@ done:
 	VZEROUPPER
 	RET
 
+// SIGNOP defines func NAME(d, a *float32, n int) for n a multiple of 8: the
+// sign bits of a, cleared (OP is VANDPS with 0x7fffffff: abs) or flipped
+// (VXORPS with 0x80000000: neg); SHIFT makes the mask from all ones.
+#define SIGNOP(NAME, SHIFT, BITS, OP) \
+TEXT NAME(SB), NOSPLIT, $0-24; \
+	MOVQ d+0(FP), DI; \
+	MOVQ a+8(FP), SI; \
+	MOVQ n+16(FP), CX; \
+	VPCMPEQD Y1, Y1, Y1; \
+	SHIFT $BITS, Y1, Y1; \
+loop8: \
+	CMPQ CX, $8; \
+	JLT done; \
+	OP (SI), Y1, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP loop8; \
+done: \
+	VZEROUPPER; \
+	RET
+
+SIGNOP(·negF32x8, VPSLLD, 31, VXORPS)
+SIGNOP(·absF32x8, VPSRLD, 1, VANDPS)
+
 // AGGOP defines func NAME(acc *float64, v *float32, n int): acc[i] =
 // acc[i] OP float64(v[i]) for n a multiple of 4. MAXMIN is VMAXPD or VMINPD;
 // EQFIX combines equal operands (VANDPD for max, so that max(+0, -0) = +0;

@@ -100,6 +100,22 @@ func TestVectorLoops(t *testing.T) {
 				break
 			}
 		}
+		// Negation and absolute value flip or clear the sign bit only
+		// (signed zeros and NaNs included).
+		for _, fn := range []tile.Fn{tile.Neg, tile.Abs} {
+			k = simdUnaryF(fn, d, a)
+			unaryF(fn, d[k:], a[k:])
+			for i := range d {
+				w := math.Float32bits(a[i]) ^ 1<<31
+				if fn == tile.Abs {
+					w = math.Float32bits(a[i]) &^ (1 << 31)
+				}
+				if math.Float32bits(d[i]) != w {
+					t.Errorf("%v n=%d element %d: of %v got %v, want %v", fn, n, i, a[i], d[i], math.Float32frombits(w))
+					break
+				}
+			}
+		}
 		// Maxima and minima into float32 accumulators.
 		for _, agg := range []tile.Agg{tile.Max, tile.Min} {
 			acc := randomLanes(rng, n)
