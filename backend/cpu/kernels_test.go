@@ -181,6 +181,19 @@ func TestHandWrittenKernels(t *testing.T) {
 				Where: []kir.Cond{{X: yy, Bound: 30}, {X: xx, Bound: 30}},
 				Body:  apply(tile.Mul, f32, b.load(x, v(4), yy, xx, v(2)), b.load(dy, v(4), v(5), v(6), v(3)))})
 		}, 1, []string{"gemm-splitK"}},
+		{"gemm_split_blocks", func(b *progBuilder) {
+			// A weight gradient whose parts of the split batch hold more
+			// images than one packed block: each part adds block after
+			// block into its partial product.
+			x := b.buf(kir.Input, "x", f32, tile.Shape{50, 39, 39, 4})
+			dy := b.buf(kir.Input, "dy", f32, tile.Shape{50, 39, 39, 5})
+			o := b.buf(kir.Output, "dw", f32, tile.Shape{3, 3, 4, 5})
+			yy, xx := sum(v(5), v(0), c(-1)), sum(v(6), v(1), c(-1))
+			b.kernel(&kir.Kernel{Out: o, Shape: tile.Shape{3, 3, 4, 5},
+				Reduce: []kir.Loop{loop("n", 0, 49), loop("y", 0, 38), loop("x", 0, 38)}, Agg: tile.Sum,
+				Where: []kir.Cond{{X: yy, Bound: 39}, {X: xx, Bound: 39}},
+				Body:  apply(tile.Mul, f32, b.load(x, v(4), yy, xx, v(2)), b.load(dy, v(4), v(5), v(6), v(3)))})
+		}, 1, []string{"gemm-splitK"}},
 		{"in_place_update", func(b *progBuilder) {
 			vv := b.buf(kir.Variable, "v", f32, tile.Shape{5, 300})
 			x := b.buf(kir.Input, "x", f32, tile.Shape{300})
