@@ -152,6 +152,17 @@ func TestHandWrittenKernels(t *testing.T) {
 			// "all" is a dot product (a 1 x 1 matrix product): a reduction,
 			// not a gemm (kir.GEMMView.DotProducts).
 		}, 1, []string{"loops-split", "loops-split", "loops-split", "loops-redvec"}},
+		{"column_sums_outer_loops", func(b *progBuilder) {
+			// Column sums over rows of reduction points whose values also
+			// depend on the outer reduction loops (an index value, a
+			// per-row factor), so every row must see them move on.
+			a := b.buf(kir.Input, "a", f32, tile.Shape{3, 5, 40, 16})
+			w := b.buf(kir.Input, "w", f32, tile.Shape{5, 16})
+			o := b.buf(kir.Output, "o", f32, tile.Shape{16})
+			y := &kir.Expr{Op: kir.Cast, DType: f32, Args: []*kir.Expr{{Op: kir.IndexValue, DType: tile.Int64, Index: []*kir.Ix{sum(v(2), times(v(1), 5))}}}}
+			b.kernel(&kir.Kernel{Out: o, Shape: tile.Shape{16}, Reduce: []kir.Loop{loop("n", 0, 2), loop("y", 0, 4), loop("x", 0, 39)}, Agg: tile.Sum,
+				Body: apply(tile.Mul, f32, apply(tile.Mul, f32, b.load(a, v(1), v(2), v(3), v(0)), b.load(w, v(2), v(0))), y)})
+		}, 1, []string{"loops-redrows"}},
 		{"gemm_layouts", func(b *progBuilder) {
 			// Batched products with the output laid out batch, N, M; a
 			// transposed operand; an epilogue of another dtype.

@@ -682,6 +682,10 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 			}
 		}()
 	}
+	// synced counts the rows whose other loops hold those of row 0: only
+	// the innermost loop moves from one chunk of rows to the next until
+	// the outer reduction loops move on.
+	synced := 1
 	for {
 		if step > 1 {
 			// Rows are the next points of the innermost loop.
@@ -689,9 +693,12 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 			fr.rows, fr.outerRows = rows, false
 			for r := 1; r < rows; r++ {
 				v := fr.rowVars[r]
-				copy(v, fr.vars)
-				v[last] += r
+				if r >= synced {
+					copy(v, fr.vars)
+				}
+				v[last] = fr.vars[last] + r
 			}
+			synced = max(synced, rows)
 			lo, hi, mask := b.evalChunk(fr, c0, n)
 			if lo < hi && fresh {
 				lk.initAcc(fr, n)
@@ -760,8 +767,12 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 				}
 			}
 		}
+		at := fr.vars[last]
 		if !lk.next(fr, first, last, rlo, rhi) {
 			return fresh
+		}
+		if fr.vars[last] <= at {
+			synced = 1 // the outer loops moved on
 		}
 	}
 }
