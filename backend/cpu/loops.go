@@ -217,22 +217,38 @@ func (lk *loopsKernel) setRows(fr *frame, r0, n int) {
 	}
 	fr.rows, fr.outerRows = n, true
 	for i := 1; i < n; i++ {
-		v := fr.rowVars[i]
-		copy(v, fr.rowVars[i-1])
-		for l := lk.rowAxis - 1; l >= 0; l-- {
-			v[l]++
-			if v[l] < lk.s.ext[l] {
-				break
-			}
-			v[l] = 0
+		nextRow(fr.rowVars[i], fr.rowVars[i-1], lk.s.ext, lk.rowAxis)
+	}
+}
+
+// nextRow sets v to the point after prev over the loops before axis,
+// row-major, and to prev's values for the other loops. Rows have a handful
+// of loops: element by element is cheaper than a call to copy.
+func nextRow(v, prev, ext []int, axis int) {
+	v, prev = v[:len(prev)], prev[:len(prev)]
+	l := axis - 1
+	for ; l >= 0; l-- {
+		if x := prev[l] + 1; x < ext[l] {
+			v[l] = x
+			break
 		}
+		v[l] = 0
+	}
+	for i := range l {
+		v[i] = prev[i]
+	}
+	for i := axis; i < len(prev); i++ {
+		v[i] = prev[i]
 	}
 }
 
 // syncRows copies the loops from first on of row 0 to the other rows.
 func syncRows(fr *frame, first int) {
 	for i := 1; i < fr.rows; i++ {
-		copy(fr.rowVars[i][first:], fr.vars[first:])
+		v := fr.rowVars[i]
+		for l := first; l < len(fr.vars); l++ {
+			v[l] = fr.vars[l]
+		}
 	}
 }
 
