@@ -506,7 +506,7 @@ func execLoadRows(fr *frame, in *instr, s0, n int) {
 	if in.lane == laneF && lp.class == loadDirect && st == 1 && buf.f32 != nil {
 		// Rows that follow each other in memory are read in place.
 		off := lp.flat.base(fr.rowVars[0]) + s0
-		contiguous := fr.rows == 1 || lp.rowMajor && fr.outerRows && n == lp.axisExt
+		contiguous := lp.rowMajor && fr.outerRows && n == lp.axisExt
 		if rs := &lp.redStep; !fr.outerRows && rs.loop >= 0 && len(rs.tabs) == 0 {
 			// Rows of reduction points are consecutive points of one
 			// loop: their offsets step by its coefficient.
