@@ -53,6 +53,12 @@ func selectF32x8(d, c, a, b *float32, n int)
 func sqrtF32x8(d, a *float32, n int)
 
 //go:noescape
+func andF32x8(d, a, b *float32, n int)
+
+//go:noescape
+func orF32x8(d, a, b *float32, n int)
+
+//go:noescape
 func negF32x8(d, a *float32, n int)
 
 //go:noescape
@@ -93,6 +99,10 @@ func simdBinaryF(fn tile.Fn, d, a, b []float32) int {
 		f = gtF32x8
 	case tile.Ge:
 		f = geF32x8
+	case tile.And:
+		f = andF32x8
+	case tile.Or:
+		f = orF32x8
 	default:
 		return 0
 	}

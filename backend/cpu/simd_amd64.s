@@ -202,6 +202,39 @@ done:
 	VZEROUPPER
 	RET
 
+// LOGOP defines func NAME(d, a, b *float32, n int): d[i] = 1 if a[i] ≠ 0
+// COMB b[i] ≠ 0 else 0 (COMB is VANDPS for And, VORPS for Or), with NaN
+// nonzero as in Go (NEQ_UQ).
+#define LOGOP(NAME, COMB) \
+TEXT NAME(SB), NOSPLIT, $0-32; \
+	MOVQ d+0(FP), DI; \
+	MOVQ a+8(FP), SI; \
+	MOVQ b+16(FP), DX; \
+	MOVQ n+24(FP), CX; \
+	MOVL $0x3f800000, AX; \
+	VMOVD AX, X7; \
+	VBROADCASTSS X7, Y7; \
+	VXORPS Y6, Y6, Y6; \
+logloop: \
+	CMPQ CX, $8; \
+	JLT done; \
+	VCMPPS $0x04, (SI), Y6, Y0; \
+	VCMPPS $0x04, (DX), Y6, Y1; \
+	COMB Y1, Y0, Y0; \
+	VANDPS Y7, Y0, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DX; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP logloop; \
+done: \
+	VZEROUPPER; \
+	RET
+
+LOGOP(·andF32x8, VANDPS)
+LOGOP(·orF32x8, VORPS)
+
 // SIGNOP defines func NAME(d, a *float32, n int) for n a multiple of 8: the
 // sign bits of a, cleared (OP is VANDPS with 0x7fffffff: abs) or flipped
 // (VXORPS with 0x80000000: neg); SHIFT makes the mask from all ones.

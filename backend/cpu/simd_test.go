@@ -55,6 +55,8 @@ func TestVectorLoops(t *testing.T) {
 		{tile.Le, func(a, b float32) float32 { return b2f32(a <= b) }},
 		{tile.Gt, func(a, b float32) float32 { return b2f32(a > b) }},
 		{tile.Ge, func(a, b float32) float32 { return b2f32(a >= b) }},
+		{tile.And, func(a, b float32) float32 { return b2f32(a != 0 && b != 0) }},
+		{tile.Or, func(a, b float32) float32 { return b2f32(a != 0 || b != 0) }},
 	}
 	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 100, 1024} {
 		a, b := randomLanes(rng, n), randomLanes(rng, n)
