@@ -1051,6 +1051,10 @@ func reduceLanes(a tile.Agg, acc float64, fr *frame, r operand, m int, mask []bo
 func storeAcc(b *buffer, off, st int, acc []float64) {
 	if b.f32 != nil {
 		d := b.f32
+		if st == 1 {
+			k := simdToF32(d[off:off+len(acc)], acc)
+			acc, off = acc[k:], off+k
+		}
 		for i, v := range acc {
 			d[off+st*i] = float32(v)
 		}

@@ -59,6 +59,21 @@ func andF32x8(d, a, b *float32, n int)
 func orF32x8(d, a, b *float32, n int)
 
 //go:noescape
+func cvtF64F32x4(d *float32, s *float64, n int)
+
+// simdToF32 converts the multiple-of-4 prefix of s into d and returns its
+// length.
+func simdToF32(d []float32, s []float64) int {
+	n := len(s) &^ 3
+	if !useSIMD || n == 0 {
+		return 0
+	}
+	d = d[:n]
+	cvtF64F32x4(&d[0], &s[0], n)
+	return n
+}
+
+//go:noescape
 func negF32x8(d, a *float32, n int)
 
 //go:noescape

@@ -295,6 +295,25 @@ done: \
 AGGMAXMIN(·aggMaxF64F32x4, VMAXPD, VANDPD)
 AGGMAXMIN(·aggMinF64F32x4, VMINPD, VORPD)
 
+// func cvtF64F32x4(d *float32, s *float64, n int): d[i] = float32(s[i])
+// for n a multiple of 4, rounded as Go's conversion is (to nearest).
+TEXT ·cvtF64F32x4(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ n+16(FP), CX
+cvtloop:
+	CMPQ CX, $4
+	JLT done
+	VCVTPD2PSY (SI), X0
+	VMOVUPS X0, (DI)
+	ADDQ $32, SI
+	ADDQ $16, DI
+	SUBQ $4, CX
+	JMP cvtloop
+done:
+	VZEROUPPER
+	RET
+
 // func aggSumF64F32x4(acc *float64, v *float32, n int): acc[i] +=
 // float64(v[i]) for n a multiple of 4.
 TEXT ·aggSumF64F32x4(SB), NOSPLIT, $0-24

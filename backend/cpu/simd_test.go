@@ -102,6 +102,28 @@ func TestVectorLoops(t *testing.T) {
 				break
 			}
 		}
+		// float64 to float32 as Go converts: rounding to nearest,
+		// overflow to infinity, tiny values to subnormals or zero.
+		wide := make([]float64, n)
+		for i := range wide {
+			wide[i] = float64(a[i]) * (1 + 1e-9*float64(i))
+			switch i % 5 {
+			case 1:
+				wide[i] *= 1e39
+			case 2:
+				wide[i] *= 1e-42
+			}
+		}
+		k = simdToF32(d, wide)
+		for i, x := range wide[k:] {
+			d[k+i] = float32(x)
+		}
+		for i, x := range wide {
+			if w := float32(x); !sameFloat32(d[i], w) {
+				t.Errorf("float32 n=%d element %d: of %v got %v, want %v", n, i, x, d[i], w)
+				break
+			}
+		}
 		// Negation and absolute value flip or clear the sign bit only
 		// (signed zeros and NaNs included).
 		for _, fn := range []tile.Fn{tile.Neg, tile.Abs} {
