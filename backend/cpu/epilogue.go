@@ -71,15 +71,7 @@ func (e *epilogueRunner) apply(fr *frame, acc []float32, lo, hi int) {
 		}
 		fr.rows, fr.outerRows = rows, true
 		for r := 1; r < rows; r++ {
-			v := fr.rowVars[r]
-			copy(v, fr.rowVars[r-1])
-			for l := e.rowAxis - 1; l >= 0; l-- {
-				v[l]++
-				if v[l] < e.s.ext[l] {
-					break
-				}
-				v[l] = 0
-			}
+			nextRow(fr.rowVars[r], fr.rowVars[r-1], e.s.ext, e.rowAxis)
 		}
 		m := rows * n
 		fr.accF, fr.accD = acc[p:p+m:p+m], nil

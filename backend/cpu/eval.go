@@ -507,6 +507,11 @@ func execLoadRows(fr *frame, in *instr, s0, n int) {
 		// Rows that follow each other in memory are read in place.
 		off := lp.flat.base(fr.rowVars[0]) + s0
 		contiguous := lp.rowMajor && fr.outerRows && n == lp.axisExt
+		if rs := &lp.redStep; !fr.outerRows && rs.loop >= 0 && len(rs.tabs) == 0 {
+			// Rows of reduction points are consecutive points of one
+			// loop: their offsets step by its coefficient.
+			contiguous = rs.coef == n
+		}
 		for r := 1; r < fr.rows && !contiguous; r++ {
 			if lp.flat.base(fr.rowVars[r])+s0 != off+r*n {
 				break

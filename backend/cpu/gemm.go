@@ -73,12 +73,14 @@ type gemmKernel struct {
 	fuse          bool
 	kParts        int
 	colPacked     []float32
-	// split K: parts of the split variable.
-	split    int
-	splitVar int
-	innerK   int // K points per value of the split variable
-	partial  []float32
-	workers  int
+	// split K: parts of the split variable, each packed and multiplied
+	// splitStep values of it at a time (blocks that stay in cache).
+	split     int
+	splitVar  int
+	splitStep int
+	innerK    int // K points per value of the split variable
+	partial   []float32
+	workers   int
 	// Run state.
 	x     *Executable
 	point int     // the batch point of per-point phases
@@ -291,6 +293,15 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 		g.split = min(g.ext[g.splitVar], 16, max(2, flops>>19))
 		g.mode = gemmSplitK
 		g.partial = make([]float32, g.split*g.nr*g.nc)
+		// Packed blocks of about 512 KiB.
+		packed := 0
+		if !g.rowOp.plain {
+			packed += g.nr
+		}
+		if !g.colOp.plain {
+			packed += g.nc
+		}
+		g.splitStep = max(1, (1<<17)/max(1, packed*g.innerK))
 	default:
 		g.mode = gemmTiles
 		// A packed block of rows is about 256 KiB, of 32 to 2048 rows.
@@ -335,7 +346,7 @@ func (g *gemmKernel) packScratch() int {
 		}
 		return n
 	case gemmSplitK:
-		kc := (g.ext[g.splitVar] + g.split - 1) / g.split * g.innerK
+		kc := min((g.ext[g.splitVar]+g.split-1)/g.split, g.splitStep) * g.innerK
 		n := 0
 		if !g.rowOp.plain {
 			n += g.nr * kc
@@ -762,28 +773,14 @@ func (g *gemmKernel) runTask(w, t int) {
 	case phaseSplit:
 		e := g.ext[g.splitVar]
 		klo, khi := e*t/g.split, e*(t+1)/g.split
-		kc := (khi - klo) * g.innerK
 		part := g.partial[t*g.nr*g.nc : (t+1)*g.nr*g.nc]
-		if kc == 0 {
+		if klo >= khi || g.innerK == 0 {
 			clear(part)
 			return
 		}
-		a, lda, ta := g.rowBlock(fr, x, bv, 0, g.nr, g.splitVar, klo, khi, fr.pack)
-		rest := fr.pack
-		if !g.rowOp.plain {
-			rest = fr.pack[g.nr*kc:]
+		for k0 := klo; k0 < khi; k0 += g.splitStep {
+			g.splitBlock(fr, x, bv, k0, min(khi, k0+g.splitStep), part, k0 > klo)
 		}
-		var b []float32
-		var ldb int
-		co := g.colOp
-		if co.plain {
-			b = x.bufs[co.buf].f32[co.batchOffset(g.batch, bv)+klo*co.coef[g.splitVar]:]
-			ldb = co.ld
-		} else {
-			ldb = co.pack(fr, g.ext, g.batch, bv, g.splitVar, klo, khi, rest, 0, 0, g.nc)
-			b = rest
-		}
-		gemm.Sgemm(ta, co.trans(), g.nr, g.nc, kc, 1, a, lda, b, ldb, 0, part, g.nc)
 	case phaseCombine:
 		r0 := t * g.epiRows()
 		r1 := min(g.nr, r0+g.epiRows())
@@ -800,6 +797,32 @@ func (g *gemmKernel) runTask(w, t int) {
 		}
 		g.finishRows(fr, c, cOff, r0, r1, 0, g.nc)
 	}
+}
+
+// splitBlock multiplies the K points with the split variable in [klo, khi)
+// into part, adding to it when add is set.
+func (g *gemmKernel) splitBlock(fr *frame, x *Executable, bv []int, klo, khi int, part []float32, add bool) {
+	kc := (khi - klo) * g.innerK
+	a, lda, ta := g.rowBlock(fr, x, bv, 0, g.nr, g.splitVar, klo, khi, fr.pack)
+	rest := fr.pack
+	if !g.rowOp.plain {
+		rest = fr.pack[g.nr*kc:]
+	}
+	var b []float32
+	var ldb int
+	co := g.colOp
+	if co.plain {
+		b = x.bufs[co.buf].f32[co.batchOffset(g.batch, bv)+klo*co.coef[g.splitVar]:]
+		ldb = co.ld
+	} else {
+		ldb = co.pack(fr, g.ext, g.batch, bv, g.splitVar, klo, khi, rest, 0, 0, g.nc)
+		b = rest
+	}
+	var beta float32
+	if add {
+		beta = 1
+	}
+	gemm.Sgemm(ta, co.trans(), g.nr, g.nc, kc, 1, a, lda, b, ldb, beta, part, g.nc)
 }
 
 // rowBlock returns rows [r0, r1) of the row operand (K restricted to

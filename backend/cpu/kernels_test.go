@@ -152,6 +152,17 @@ func TestHandWrittenKernels(t *testing.T) {
 			// "all" is a dot product (a 1 x 1 matrix product): a reduction,
 			// not a gemm (kir.GEMMView.DotProducts).
 		}, 1, []string{"loops-split", "loops-split", "loops-split", "loops-redvec"}},
+		{"column_sums_outer_loops", func(b *progBuilder) {
+			// Column sums over rows of reduction points whose values also
+			// depend on the outer reduction loops (an index value, a
+			// per-row factor), so every row must see them move on.
+			a := b.buf(kir.Input, "a", f32, tile.Shape{3, 5, 40, 16})
+			w := b.buf(kir.Input, "w", f32, tile.Shape{5, 16})
+			o := b.buf(kir.Output, "o", f32, tile.Shape{16})
+			y := &kir.Expr{Op: kir.Cast, DType: f32, Args: []*kir.Expr{{Op: kir.IndexValue, DType: tile.Int64, Index: []*kir.Ix{sum(v(2), times(v(1), 5))}}}}
+			b.kernel(&kir.Kernel{Out: o, Shape: tile.Shape{16}, Reduce: []kir.Loop{loop("n", 0, 2), loop("y", 0, 4), loop("x", 0, 39)}, Agg: tile.Sum,
+				Body: apply(tile.Mul, f32, apply(tile.Mul, f32, b.load(a, v(1), v(2), v(3), v(0)), b.load(w, v(2), v(0))), y)})
+		}, 1, []string{"loops-redrows"}},
 		{"gemm_layouts", func(b *progBuilder) {
 			// Batched products with the output laid out batch, N, M; a
 			// transposed operand; an epilogue of another dtype.
@@ -179,6 +190,19 @@ func TestHandWrittenKernels(t *testing.T) {
 			b.kernel(&kir.Kernel{Out: o, Shape: tile.Shape{3, 3, 3, 5},
 				Reduce: []kir.Loop{loop("n", 0, 7), loop("y", 0, 29), loop("x", 0, 29)}, Agg: tile.Sum,
 				Where: []kir.Cond{{X: yy, Bound: 30}, {X: xx, Bound: 30}},
+				Body:  apply(tile.Mul, f32, b.load(x, v(4), yy, xx, v(2)), b.load(dy, v(4), v(5), v(6), v(3)))})
+		}, 1, []string{"gemm-splitK"}},
+		{"gemm_split_blocks", func(b *progBuilder) {
+			// A weight gradient whose parts of the split batch hold more
+			// images than one packed block: each part adds block after
+			// block into its partial product.
+			x := b.buf(kir.Input, "x", f32, tile.Shape{50, 39, 39, 4})
+			dy := b.buf(kir.Input, "dy", f32, tile.Shape{50, 39, 39, 5})
+			o := b.buf(kir.Output, "dw", f32, tile.Shape{3, 3, 4, 5})
+			yy, xx := sum(v(5), v(0), c(-1)), sum(v(6), v(1), c(-1))
+			b.kernel(&kir.Kernel{Out: o, Shape: tile.Shape{3, 3, 4, 5},
+				Reduce: []kir.Loop{loop("n", 0, 49), loop("y", 0, 38), loop("x", 0, 38)}, Agg: tile.Sum,
+				Where: []kir.Cond{{X: yy, Bound: 39}, {X: xx, Bound: 39}},
 				Body:  apply(tile.Mul, f32, b.load(x, v(4), yy, xx, v(2)), b.load(dy, v(4), v(5), v(6), v(3)))})
 		}, 1, []string{"gemm-splitK"}},
 		{"in_place_update", func(b *progBuilder) {

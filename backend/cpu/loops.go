@@ -217,22 +217,38 @@ func (lk *loopsKernel) setRows(fr *frame, r0, n int) {
 	}
 	fr.rows, fr.outerRows = n, true
 	for i := 1; i < n; i++ {
-		v := fr.rowVars[i]
-		copy(v, fr.rowVars[i-1])
-		for l := lk.rowAxis - 1; l >= 0; l-- {
-			v[l]++
-			if v[l] < lk.s.ext[l] {
-				break
-			}
-			v[l] = 0
+		nextRow(fr.rowVars[i], fr.rowVars[i-1], lk.s.ext, lk.rowAxis)
+	}
+}
+
+// nextRow sets v to the point after prev over the loops before axis,
+// row-major, and to prev's values for the other loops. Rows have a handful
+// of loops: element by element is cheaper than a call to copy.
+func nextRow(v, prev, ext []int, axis int) {
+	v, prev = v[:len(prev)], prev[:len(prev)]
+	l := axis - 1
+	for ; l >= 0; l-- {
+		if x := prev[l] + 1; x < ext[l] {
+			v[l] = x
+			break
 		}
+		v[l] = 0
+	}
+	for i := range l {
+		v[i] = prev[i]
+	}
+	for i := axis; i < len(prev); i++ {
+		v[i] = prev[i]
 	}
 }
 
 // syncRows copies the loops from first on of row 0 to the other rows.
 func syncRows(fr *frame, first int) {
 	for i := 1; i < fr.rows; i++ {
-		copy(fr.rowVars[i][first:], fr.vars[first:])
+		v := fr.rowVars[i]
+		for l := first; l < len(fr.vars); l++ {
+			v[l] = fr.vars[l]
+		}
 	}
 }
 
@@ -682,6 +698,10 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 			}
 		}()
 	}
+	// synced counts the rows whose other loops hold those of row 0: only
+	// the innermost loop moves from one chunk of rows to the next until
+	// the outer reduction loops move on.
+	synced := 1
 	for {
 		if step > 1 {
 			// Rows are the next points of the innermost loop.
@@ -689,9 +709,12 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 			fr.rows, fr.outerRows = rows, false
 			for r := 1; r < rows; r++ {
 				v := fr.rowVars[r]
-				copy(v, fr.vars)
-				v[last] += r
+				if r >= synced {
+					copy(v, fr.vars)
+				}
+				v[last] = fr.vars[last] + r
 			}
+			synced = max(synced, rows)
 			lo, hi, mask := b.evalChunk(fr, c0, n)
 			if lo < hi && fresh {
 				lk.initAcc(fr, n)
@@ -760,8 +783,12 @@ func (lk *loopsKernel) reduceOutVec(fr *frame, c0, n, rlo, rhi int) (fresh bool)
 				}
 			}
 		}
+		at := fr.vars[last]
 		if !lk.next(fr, first, last, rlo, rhi) {
 			return fresh
+		}
+		if fr.vars[last] <= at {
+			synced = 1 // the outer loops moved on
 		}
 	}
 }
@@ -1024,6 +1051,10 @@ func reduceLanes(a tile.Agg, acc float64, fr *frame, r operand, m int, mask []bo
 func storeAcc(b *buffer, off, st int, acc []float64) {
 	if b.f32 != nil {
 		d := b.f32
+		if st == 1 {
+			k := simdToF32(d[off:off+len(acc)], acc)
+			acc, off = acc[k:], off+k
+		}
 		for i, v := range acc {
 			d[off+st*i] = float32(v)
 		}

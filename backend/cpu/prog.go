@@ -94,12 +94,13 @@ type loadPlan struct {
 	// may leave the buffer.
 	bounds []int
 	// flatStep and dimSteps carry flat and dims from one row of a chunk to
-	// the next (rowstep.go).
-	flatStep rowStep
-	dimSteps []rowStep
-	shape    []int
-	idx      []int // integer registers of the indices (general)
-	fill     float64
+	// the next (rowstep.go); redStep and redDimSteps do so for rows of
+	// reduction points (consecutive points of the innermost loop).
+	flatStep, redStep     rowStep
+	dimSteps, redDimSteps []rowStep
+	shape                 []int
+	idx                   []int // integer registers of the indices (general)
+	fill                  float64
 	// skip: out-of-range lanes are inactive (a Skip load in a body).
 	skip bool
 	// rowMajor: a direct load whose offset advances exactly like the
@@ -696,18 +697,30 @@ func (b *builder) loadIn(e *kir.Expr, l lane) operand {
 		}
 	}
 	if lp.class != loadGeneral {
-		lp.flatStep = newRowStep(&lp.flat, b.axis-1)
-		lp.dimSteps = make([]rowStep, len(lp.dims))
-		for d := range lp.dims {
-			lp.dimSteps[d] = newRowStep(&lp.dims[d], b.axis-1)
-			if lp.dimSteps[d].loop < 0 {
-				lp.flatStep.loop = -1
-			}
+		lp.flatStep, lp.dimSteps = lp.rowSteps(b.axis - 1)
+		lp.redStep.loop = -1
+		if last := len(b.s.ext) - 1; b.axis < last {
+			lp.redStep, lp.redDimSteps = lp.rowSteps(last)
 		}
 	}
 	in := instr{op: opLoad, lane: l, dt: e.DType, ld: lp, dst: b.regs.new(l)}
 	b.emit(in)
 	return operand{l, in.dst}
+}
+
+// rowSteps returns the steps of the load's offset and checked indices
+// along loop; the offset's step evaluates afresh (loop -1) when some index's
+// does.
+func (lp *loadPlan) rowSteps(loop int) (rowStep, []rowStep) {
+	flat := newRowStep(&lp.flat, loop)
+	dims := make([]rowStep, len(lp.dims))
+	for d := range lp.dims {
+		dims[d] = newRowStep(&lp.dims[d], loop)
+		if dims[d].loop < 0 {
+			flat.loop = -1
+		}
+	}
+	return flat, dims
 }
 
 // absorbed reports whether the clipped loops keep dimension d of load e in

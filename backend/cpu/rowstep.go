@@ -62,12 +62,21 @@ type rowRanges struct {
 	fr    *frame
 	s0, n int
 	incr  bool
-	off   int
-	dims  [maxRowDims]int
+	// fs and ds are the steps from row to row: along the loop outside the
+	// axis for rows of output points, along the innermost loop for rows of
+	// reduction points.
+	fs   *rowStep
+	ds   []rowStep
+	off  int
+	dims [maxRowDims]int
 }
 
 func newRowRanges(fr *frame, lp *loadPlan, s0, n int) rowRanges {
-	return rowRanges{lp: lp, fr: fr, s0: s0, n: n, incr: fr.outerRows && len(lp.dims) <= maxRowDims && lp.flatStep.loop >= 0 && !disableRowStep}
+	fs, ds := &lp.flatStep, lp.dimSteps
+	if !fr.outerRows {
+		fs, ds = &lp.redStep, lp.redDimSteps
+	}
+	return rowRanges{lp: lp, fr: fr, s0: s0, n: n, fs: fs, ds: ds, incr: len(lp.dims) <= maxRowDims && fs.loop >= 0 && !disableRowStep}
 }
 
 // disableRowStep evaluates every row afresh (tests compare both ways).
@@ -86,9 +95,9 @@ func (w *rowRanges) next(r int) (off, lo, hi int) {
 		}
 	} else {
 		prev := w.fr.rowVars[r-1]
-		w.off = lp.flatStep.next(&lp.flat, w.off, prev, cur)
+		w.off = w.fs.next(&lp.flat, w.off, prev, cur)
 		for d := range lp.dims {
-			w.dims[d] = lp.dimSteps[d].next(&lp.dims[d], w.dims[d], prev, cur)
+			w.dims[d] = w.ds[d].next(&lp.dims[d], w.dims[d], prev, cur)
 		}
 	}
 	lo, hi = 0, w.n

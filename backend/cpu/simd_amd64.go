@@ -52,6 +52,33 @@ func selectF32x8(d, c, a, b *float32, n int)
 //go:noescape
 func sqrtF32x8(d, a *float32, n int)
 
+//go:noescape
+func andF32x8(d, a, b *float32, n int)
+
+//go:noescape
+func orF32x8(d, a, b *float32, n int)
+
+//go:noescape
+func cvtF64F32x4(d *float32, s *float64, n int)
+
+// simdToF32 converts the multiple-of-4 prefix of s into d and returns its
+// length.
+func simdToF32(d []float32, s []float64) int {
+	n := len(s) &^ 3
+	if !useSIMD || n == 0 {
+		return 0
+	}
+	d = d[:n]
+	cvtF64F32x4(&d[0], &s[0], n)
+	return n
+}
+
+//go:noescape
+func negF32x8(d, a *float32, n int)
+
+//go:noescape
+func absF32x8(d, a *float32, n int)
+
 // simdBinaryF computes the multiple-of-8 prefix of a binary function or
 // comparison of float32 lanes with AVX2 and returns its length (0 when it
 // did nothing). a and b hold at least len(d) elements.
@@ -87,6 +114,10 @@ func simdBinaryF(fn tile.Fn, d, a, b []float32) int {
 		f = gtF32x8
 	case tile.Ge:
 		f = geF32x8
+	case tile.And:
+		f = andF32x8
+	case tile.Or:
+		f = orF32x8
 	default:
 		return 0
 	}
@@ -108,11 +139,20 @@ func simdSelectF(d, c, a, b []float32) int {
 // simdUnaryF is the multiple-of-8 prefix of a unary function.
 func simdUnaryF(fn tile.Fn, d, a []float32) int {
 	n := len(d) &^ 7
-	if !useSIMD || n == 0 || fn != tile.Sqrt {
+	if !useSIMD || n == 0 {
 		return 0
 	}
 	a = a[:n]
-	sqrtF32x8(&d[0], &a[0], n)
+	switch fn {
+	case tile.Sqrt:
+		sqrtF32x8(&d[0], &a[0], n)
+	case tile.Neg:
+		negF32x8(&d[0], &a[0], n)
+	case tile.Abs:
+		absF32x8(&d[0], &a[0], n)
+	default:
+		return 0
+	}
 	return n
 }
 

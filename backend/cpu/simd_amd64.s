@@ -202,6 +202,65 @@ done:
 	VZEROUPPER
 	RET
 
+// LOGOP defines func NAME(d, a, b *float32, n int): d[i] = 1 if a[i] ≠ 0
+// COMB b[i] ≠ 0 else 0 (COMB is VANDPS for And, VORPS for Or), with NaN
+// nonzero as in Go (NEQ_UQ).
+#define LOGOP(NAME, COMB) \
+TEXT NAME(SB), NOSPLIT, $0-32; \
+	MOVQ d+0(FP), DI; \
+	MOVQ a+8(FP), SI; \
+	MOVQ b+16(FP), DX; \
+	MOVQ n+24(FP), CX; \
+	MOVL $0x3f800000, AX; \
+	VMOVD AX, X7; \
+	VBROADCASTSS X7, Y7; \
+	VXORPS Y6, Y6, Y6; \
+logloop: \
+	CMPQ CX, $8; \
+	JLT done; \
+	VCMPPS $0x04, (SI), Y6, Y0; \
+	VCMPPS $0x04, (DX), Y6, Y1; \
+	COMB Y1, Y0, Y0; \
+	VANDPS Y7, Y0, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DX; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP logloop; \
+done: \
+	VZEROUPPER; \
+	RET
+
+LOGOP(·andF32x8, VANDPS)
+LOGOP(·orF32x8, VORPS)
+
+// SIGNOP defines func NAME(d, a *float32, n int) for n a multiple of 8: the
+// sign bits of a, cleared (OP is VANDPS with 0x7fffffff: abs) or flipped
+// (VXORPS with 0x80000000: neg); SHIFT makes the mask from all ones.
+#define SIGNOP(NAME, SHIFT, BITS, OP) \
+TEXT NAME(SB), NOSPLIT, $0-24; \
+	MOVQ d+0(FP), DI; \
+	MOVQ a+8(FP), SI; \
+	MOVQ n+16(FP), CX; \
+	VPCMPEQD Y1, Y1, Y1; \
+	SHIFT $BITS, Y1, Y1; \
+loop8: \
+	CMPQ CX, $8; \
+	JLT done; \
+	OP (SI), Y1, Y0; \
+	VMOVUPS Y0, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP loop8; \
+done: \
+	VZEROUPPER; \
+	RET
+
+SIGNOP(·negF32x8, VPSLLD, 31, VXORPS)
+SIGNOP(·absF32x8, VPSRLD, 1, VANDPS)
+
 // AGGOP defines func NAME(acc *float64, v *float32, n int): acc[i] =
 // acc[i] OP float64(v[i]) for n a multiple of 4. MAXMIN is VMAXPD or VMINPD;
 // EQFIX combines equal operands (VANDPD for max, so that max(+0, -0) = +0;
@@ -235,6 +294,25 @@ done: \
 
 AGGMAXMIN(·aggMaxF64F32x4, VMAXPD, VANDPD)
 AGGMAXMIN(·aggMinF64F32x4, VMINPD, VORPD)
+
+// func cvtF64F32x4(d *float32, s *float64, n int): d[i] = float32(s[i])
+// for n a multiple of 4, rounded as Go's conversion is (to nearest).
+TEXT ·cvtF64F32x4(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ n+16(FP), CX
+cvtloop:
+	CMPQ CX, $4
+	JLT done
+	VCVTPD2PSY (SI), X0
+	VMOVUPS X0, (DI)
+	ADDQ $32, SI
+	ADDQ $16, DI
+	SUBQ $4, CX
+	JMP cvtloop
+done:
+	VZEROUPPER
+	RET
 
 // func aggSumF64F32x4(acc *float64, v *float32, n int): acc[i] +=
 // float64(v[i]) for n a multiple of 4.

@@ -37,3 +37,5 @@ func simdBoolsToF32([]float32, []bool) int { return 0 }
 func simdF32ToBools([]bool, []float32) int { return 0 }
 
 func simdTranscendF(tile.Fn, []float32, []float32) bool { return false }
+
+func simdToF32([]float32, []float64) int { return 0 }

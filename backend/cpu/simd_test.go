@@ -55,6 +55,8 @@ func TestVectorLoops(t *testing.T) {
 		{tile.Le, func(a, b float32) float32 { return b2f32(a <= b) }},
 		{tile.Gt, func(a, b float32) float32 { return b2f32(a > b) }},
 		{tile.Ge, func(a, b float32) float32 { return b2f32(a >= b) }},
+		{tile.And, func(a, b float32) float32 { return b2f32(a != 0 && b != 0) }},
+		{tile.Or, func(a, b float32) float32 { return b2f32(a != 0 || b != 0) }},
 	}
 	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 100, 1024} {
 		a, b := randomLanes(rng, n), randomLanes(rng, n)
@@ -98,6 +100,44 @@ func TestVectorLoops(t *testing.T) {
 			if w := float32(math.Sqrt(float64(a[i]))); !sameFloat32(d[i], w) {
 				t.Errorf("sqrt n=%d element %d: sqrt(%v) = %v, want %v", n, i, a[i], d[i], w)
 				break
+			}
+		}
+		// float64 to float32 as Go converts: rounding to nearest,
+		// overflow to infinity, tiny values to subnormals or zero.
+		wide := make([]float64, n)
+		for i := range wide {
+			wide[i] = float64(a[i]) * (1 + 1e-9*float64(i))
+			switch i % 5 {
+			case 1:
+				wide[i] *= 1e39
+			case 2:
+				wide[i] *= 1e-42
+			}
+		}
+		k = simdToF32(d, wide)
+		for i, x := range wide[k:] {
+			d[k+i] = float32(x)
+		}
+		for i, x := range wide {
+			if w := float32(x); !sameFloat32(d[i], w) {
+				t.Errorf("float32 n=%d element %d: of %v got %v, want %v", n, i, x, d[i], w)
+				break
+			}
+		}
+		// Negation and absolute value flip or clear the sign bit only
+		// (signed zeros and NaNs included).
+		for _, fn := range []tile.Fn{tile.Neg, tile.Abs} {
+			k = simdUnaryF(fn, d, a)
+			unaryF(fn, d[k:], a[k:])
+			for i := range d {
+				w := math.Float32bits(a[i]) ^ 1<<31
+				if fn == tile.Abs {
+					w = math.Float32bits(a[i]) &^ (1 << 31)
+				}
+				if math.Float32bits(d[i]) != w {
+					t.Errorf("%v n=%d element %d: of %v got %v, want %v", fn, n, i, a[i], d[i], math.Float32frombits(w))
+					break
+				}
 			}
 		}
 		// Maxima and minima into float32 accumulators.
