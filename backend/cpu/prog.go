@@ -551,7 +551,6 @@ func (b *builder) semi(x *kir.Ix) (axisLin, bool) {
 	return out, true
 }
 
-// singleLoop returns the one loop whose variables x reads, or -1.
 // loopsOf returns the loops whose variables x reads, in increasing order.
 func (b *builder) loopsOf(x *kir.Ix) []int {
 	var ls []int
@@ -571,31 +570,6 @@ func (b *builder) loopsOf(x *kir.Ix) []int {
 	walk(x)
 	slices.Sort(ls)
 	return ls
-}
-
-func (b *builder) singleLoop(x *kir.Ix) int {
-	loop := -1
-	ok := true
-	var walk func(x *kir.Ix)
-	walk = func(x *kir.Ix) {
-		if x == nil {
-			return
-		}
-		if x.Op == kir.IxVar {
-			l := b.s.varLoop[x.Var]
-			if loop >= 0 && l != loop {
-				ok = false
-			}
-			loop = l
-		}
-		walk(x.A)
-		walk(x.B)
-	}
-	walk(x)
-	if !ok {
-		return -1
-	}
-	return loop
 }
 
 // dependsOnAxis reports whether x reads a loaded value or a variable of the
