@@ -142,8 +142,10 @@ func TestTilings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 3 || cd.loads != 9 {
-		t.Fatalf("search tuned %d kernels with %d loads, want 3 kernels of 3 candidates", len(res), cd.loads)
+	// A search round is one program: each kernel's model and its two
+	// neighbours in one load.
+	if len(res) != 3 || cd.loads != 3 || cd.kernels != 9 {
+		t.Fatalf("search tuned %d kernels with %d loads of %d kernels, want 3 kernels of 3 candidates, one load each", len(res), cd.loads, cd.kernels)
 	}
 	cd.loads = 0
 	if res, err := tune.Search(p, cd, tune.Open(path), tune.Options{Beam: 2}); err != nil || len(res) != 0 || cd.loads != 0 {
@@ -194,7 +196,7 @@ func TestTilings(t *testing.T) {
 // the model's tiling and the first keep−1 others of each space.
 type countingDevice struct {
 	*Device
-	loads, keep int
+	loads, kernels, keep int
 }
 
 func (c *countingDevice) TuneSpace(p *kir.Program, k int) (kir.Tiling, []kir.Tiling) {
@@ -210,5 +212,6 @@ func (c *countingDevice) TuneSpace(p *kir.Program, k int) (kir.Tiling, []kir.Til
 
 func (c *countingDevice) LoadProgram(p *kir.Program) (backend.Executable, error) {
 	c.loads++
+	c.kernels += len(p.Kernels)
 	return c.Device.LoadProgram(p)
 }
