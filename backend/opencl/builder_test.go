@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tartanml/tartan/compile"
+	"github.com/tartanml/tartan/tile"
 )
 
 // TestShardsBuiltByHelperProcesses builds a program of several shards with
@@ -25,21 +26,7 @@ func TestShardsBuiltByHelperProcesses(t *testing.T) {
 		return slices.Contains([]string{"sgd", "softmax_ce", "pool", "reductions", "unary", "binary"}, gc.name)
 	})
 	for _, c := range candidates(t) {
-		d, err := OpenCandidate(c, WithCacheDir(t.TempDir()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := compile.Compile(g, d.Target())
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := render(p, d.traits(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Shards < 2 {
-			t.Fatalf("%s: %d launches in %d shard; the test needs several", c.ID, len(r.Launches), r.Shards)
-		}
+		d, r := openRendered(t, c, g)
 		progs, err := d.buildProgram("shards", r)
 		if err != nil {
 			t.Fatalf("%s: %v", c.ID, err)
@@ -113,18 +100,7 @@ func TestStuckHelperIsKilled(t *testing.T) {
 		return slices.Contains([]string{"sgd", "softmax_ce", "pool", "reductions", "unary", "binary"}, gc.name)
 	})
 	for _, c := range candidates(t) {
-		d, err := OpenCandidate(c, WithCacheDir(t.TempDir()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := compile.Compile(g, d.Target())
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := render(p, d.traits(p))
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, r := openRendered(t, c, g)
 		progs, err := d.buildProgram("stuck", r)
 		if err != nil {
 			t.Fatalf("%s: %v", c.ID, err)
@@ -158,21 +134,7 @@ func TestHelpersThatCannotStart(t *testing.T) {
 		return slices.Contains([]string{"sgd", "softmax_ce", "pool", "reductions", "unary", "binary"}, gc.name)
 	})
 	for _, c := range cs {
-		d, err := OpenCandidate(c, WithCacheDir(t.TempDir()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := compile.Compile(g, d.Target())
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := render(p, d.traits(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Shards < 2 {
-			t.Fatalf("%s: %d shard", c.ID, r.Shards)
-		}
+		d, r := openRendered(t, c, g)
 		for range 2 {
 			progs, err := d.buildProgram("nohelpers", r)
 			if err != nil {
@@ -194,4 +156,26 @@ func TestHelpersThatCannotStart(t *testing.T) {
 		}
 		d.Close()
 	}
+}
+
+// openRendered opens candidate c with an empty cache and renders g for it
+// in several shards.
+func openRendered(t *testing.T, c Candidate, g *tile.Graph) (*Device, *rendered) {
+	t.Helper()
+	d, err := OpenCandidate(c, WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := compile.Compile(g, d.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := render(p, d.traits(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Shards < 2 {
+		t.Fatalf("%s: %d launches in %d shard; the test needs several", c.ID, len(r.Launches), r.Shards)
+	}
+	return d, r
 }

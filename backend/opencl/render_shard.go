@@ -52,6 +52,9 @@ var paramIdent = regexp.MustCompile(`\b[bpv][0-9]+\b`)
 // definedFn matches the name of a function defined at the start of a line.
 var definedFn = regexp.MustCompile(`(?m)^(?:inline [^(\n]*?|(?:__kernel (?:__attribute__\(\(.*?\)\) )?)?void )(\w+)\(`)
 
+// word matches identifiers, to rename functions.
+var word = regexp.MustCompile(`\w+`)
+
 // comments matches the renderer's comments.
 var comments = regexp.MustCompile(`(?s:/\*.*?\*/)\n?|(?m:^//[^\n]*\n)`)
 
@@ -74,7 +77,7 @@ func unitKey(text string) (string, []int, []string) {
 		}
 		return "@" + strconv.Itoa(pos[n])
 	})
-	key = regexp.MustCompile(`\w+`).ReplaceAllStringFunc(key, func(n string) string {
+	key = word.ReplaceAllStringFunc(key, func(n string) string {
 		if f, ok := fns[n]; ok {
 			return f
 		}
@@ -131,8 +134,7 @@ func (r *renderer) dedupKernels(src string, head int) string {
 		fns   []string // the functions defined with it
 	}
 	renamed := map[string]string{} // function removed -> function kept
-	word := regexp.MustCompile(`\w+`)
-	first := map[string]kept{} // key -> kernel kept
+	first := map[string]kept{}     // key -> kernel kept
 	// same maps a function removed to its parameters' order and the
 	// kernel kept.
 	same := map[string][2]kept{}
