@@ -122,15 +122,16 @@ func builderContext(id string) (*cl.Context, *cl.Device, error) {
 // background and take builds as each becomes ready, so that the first
 // builds do not wait for the last helper.
 type builderPool struct {
-	mu      sync.Mutex
-	free    chan *builder // ready helpers; a nil stands for one that failed
-	all     []*builder
-	gen     int  // counts the pool's starts, so that a late helper of a stopped pool stops
-	started bool // helpers were started (some may still be starting)
-	failed  bool // no helper could be started: build in-process from now on
-	busy    int
-	idle    *time.Timer
-	built   atomic.Int64 // programs the helpers built, for tests
+	mu       sync.Mutex
+	free     chan *builder // ready helpers; a nil stands for one that failed
+	all      []*builder
+	gen      int  // counts the pool's starts, so that a late helper of a stopped pool stops
+	spawned  int  // helpers started in this generation (some may still be starting)
+	failures int  // of those, the ones that could not start
+	failed   bool // no helper could be started: build in-process from now on
+	busy     int
+	idle     *time.Timer
+	built    atomic.Int64 // programs the helpers built, for tests
 }
 
 // builderIdle is how long helpers wait for more work before they stop.
@@ -162,20 +163,27 @@ func poolSize() int {
 // maxHelpers bounds the helper processes of a device.
 const maxHelpers = 16
 
-// acquire starts the helpers for device d if need be and reports whether
-// builds may be given to them; a true result must be paired with release.
-func (bp *builderPool) acquire(d *Device) bool {
+// acquire makes sure that want helpers (at most poolSize) are started or
+// starting for device d and reports whether builds may be given to them; a
+// true result must be paired with release. A pool grows to what its
+// largest build wanted: every helper opens the device, and the time that
+// takes grows with the number opening it at once, so a small program does
+// not start helpers it has no work for.
+func (bp *builderPool) acquire(d *Device, want int) bool {
 	bp.mu.Lock()
 	defer bp.mu.Unlock()
 	if bp.idle != nil {
 		bp.idle.Stop()
 		bp.idle = nil
 	}
-	if !bp.started && !bp.failed {
-		bp.failed = !bp.spawn(d)
-	}
-	if bp.failed {
+	if want = min(want, poolSize()); want < 1 || bp.failed {
 		return false
+	}
+	if bp.spawned > 0 && bp.failures == bp.spawned {
+		return false
+	}
+	if bp.spawned < want {
+		bp.spawn(d, want-bp.spawned)
 	}
 	bp.busy++
 	return true
@@ -197,18 +205,17 @@ func (bp *builderPool) release() {
 	}
 }
 
-// spawn launches the helpers in the background, each joining the free
-// ones once it has opened the device, and reports whether there are to be
-// any. When none could start, the pool builds nothing from then on.
-func (bp *builderPool) spawn(d *Device) bool {
-	n := poolSize()
-	if n < 2 {
-		return false
+// spawn launches n more helpers in the background, each joining the free
+// ones once it has opened the device (bp.mu is held). When every helper
+// of the pool has failed to start, a nil wakes the builds waiting for one,
+// which then build in-process, and the pool builds nothing from then on.
+func (bp *builderPool) spawn(d *Device, n int) {
+	if bp.spawned == 0 {
+		bp.gen++
+		bp.free = make(chan *builder, 4*maxHelpers+1)
 	}
-	bp.started, bp.gen = true, bp.gen+1
-	gen, free := bp.gen, make(chan *builder, n)
-	bp.free = free
-	var failures atomic.Int32
+	gen, free, start := bp.gen, bp.free, time.Now()
+	bp.spawned += n
 	for range n {
 		go func() {
 			b, err := spawnBuilder(d.cand.ID)
@@ -223,24 +230,26 @@ func (bp *builderPool) spawn(d *Device) bool {
 			}
 			bp.mu.Lock()
 			defer bp.mu.Unlock()
+			if gen != bp.gen {
+				if err == nil {
+					b.stop() // the pool stopped while it started
+				}
+				return
+			}
 			if err != nil {
-				if int(failures.Add(1)) == n {
-					// None started: wake the builds waiting for one,
-					// which then build in-process.
-					bp.failed = bp.failed || gen == bp.gen
+				if bp.failures++; bp.failures == bp.spawned {
+					bp.failed = true
 					free <- nil
 				}
 				return
 			}
-			if gen != bp.gen {
-				b.stop() // the pool stopped while it started
-				return
-			}
 			bp.all = append(bp.all, b)
+			if debugOn("timing") {
+				fmt.Fprintf(os.Stderr, "opencl: builder helper %d of %d ready after %.3f s\n", len(bp.all), bp.spawned, time.Since(start).Seconds())
+			}
 			free <- b
 		}()
 	}
-	return true
 }
 
 // serve takes helpers as they become free and gives each a shard from
@@ -324,6 +333,6 @@ func (bp *builderPool) stopAll() {
 	for _, b := range bp.all {
 		b.stop()
 	}
-	bp.all, bp.free, bp.started = nil, nil, false
+	bp.all, bp.free, bp.spawned, bp.failures = nil, nil, 0, 0
 	bp.gen++
 }

@@ -502,9 +502,15 @@ func (d *Device) buildProgram(name string, r *rendered) ([]*cl.Program, error) {
 	errs := make([]error, r.Shards)
 	var wg sync.WaitGroup
 	done := make(chan struct{})
-	if missing > 0 && d.builders.acquire(d) {
+	// The parent builds from the queue too, so one shard fewer is wanted
+	// from helpers.
+	want := missing
+	if buildHereToo {
+		want--
+	}
+	if want > 0 && d.builders.acquire(d, want) {
 		defer d.builders.release()
-		for range min(poolSize(), missing) {
+		for range want {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/backend/opencl/cl"
@@ -69,15 +70,16 @@ func (d *Device) Load(p *kir.Program) (*Executable, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("opencl: %w", err)
 	}
+	start := time.Now()
 	tr := d.traits(p)
-	e, err := d.load(p, tr)
+	e, err := d.load(p, tr, start)
 	var be *BuildError
 	if err != nil && tr.MMA != "" && !tr.EmulateMMA && errors.As(err, &be) {
 		// The driver passed the tensor-core probe but rejects this
 		// program: use the ordinary cores from now on.
 		d.disableTensorCores("a program using them failed to build: " + firstLine(err.Error()))
 		tr.MMA = ""
-		e, err = d.load(withoutMatrixTilings(p), tr)
+		e, err = d.load(withoutMatrixTilings(p), tr, time.Now())
 	}
 	return e, err
 }
@@ -89,11 +91,15 @@ func firstLine(s string) string {
 	return s
 }
 
-// load renders p with traits tr and loads it.
-func (d *Device) load(p *kir.Program, tr traits) (*Executable, error) {
+// load renders p with traits tr and loads it (start: when Load began).
+func (d *Device) load(p *kir.Program, tr traits, start time.Time) (*Executable, error) {
 	r, err := render(p, tr)
 	if err != nil {
 		return nil, err
+	}
+	if debugOn("timing") {
+		fmt.Fprintf(os.Stderr, "opencl: program %q: traits and rendering %.3f s (%d launches, %d shards)\n",
+			p.Name, time.Since(start).Seconds(), len(r.Launches), r.Shards)
 	}
 	debugKernels(d, p, r)
 	e := &Executable{d: d, p: p, inputs: map[string]int{}, outputs: map[string]int{}, vars: map[string]int{}}
