@@ -179,3 +179,65 @@ func openRendered(t *testing.T, c Candidate, g *tile.Graph) (*Device, *rendered)
 	}
 	return d, r
 }
+
+// TestPrestart checks that helpers are asked for before rendering a
+// program the binary cache has no record of, and not once it has been
+// built, nor when its shards are then loaded from the cache.
+func TestPrestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts helper processes")
+	}
+	t.Setenv(envBuilders, "2")
+	g, _ := buildSuite(t, "prestart", func(gc graphCase) bool {
+		return slices.Contains([]string{"sgd", "softmax_ce", "pool", "reductions", "unary", "binary"}, gc.name)
+	})
+	spawned := func(d *Device) int {
+		d.builders.mu.Lock()
+		defer d.builders.mu.Unlock()
+		return d.builders.spawned
+	}
+	for _, c := range candidates(t) {
+		dir := t.TempDir()
+		open := func() *Device {
+			d, err := OpenCandidate(c, WithCacheDir(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		d := open()
+		p, err := compile.Compile(g, d.Target())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Kernels) < 24 {
+			t.Fatalf("%d kernels; the test needs a program that asks for 2 helpers", len(p.Kernels))
+		}
+		loaded := d.prestart(p)
+		if n := spawned(d); n != 2 {
+			t.Errorf("%s: %d helpers started for a program never built, want 2", c.ID, n)
+		}
+		loaded(false) // a failed load records nothing
+		d.Close()
+		d = open()
+		e, err := d.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		if spawned(d) == 0 {
+			t.Errorf("%s: no helper started for a program not recorded as built", c.ID)
+		}
+		d.Close()
+		d = open()
+		d.prestart(p)(true)
+		if e, err = d.Load(p); err != nil {
+			t.Fatal(err)
+		}
+		e.Close()
+		if n := spawned(d); n != 0 {
+			t.Errorf("%s: %d helpers started for a program built and cached before", c.ID, n)
+		}
+		d.Close()
+	}
+}

@@ -71,6 +71,7 @@ func (d *Device) Load(p *kir.Program) (*Executable, error) {
 		return nil, fmt.Errorf("opencl: %w", err)
 	}
 	start := time.Now()
+	loaded := d.prestart(p)
 	tr := d.traits(p)
 	e, err := d.load(p, tr, start)
 	var be *BuildError
@@ -81,6 +82,7 @@ func (d *Device) Load(p *kir.Program) (*Executable, error) {
 		tr.MMA = ""
 		e, err = d.load(withoutMatrixTilings(p), tr, time.Now())
 	}
+	loaded(err == nil)
 	return e, err
 }
 
