@@ -15,7 +15,9 @@ import (
 //
 //   - "merged": point launches (one independent work-item per point, no
 //     barriers) that do not depend on each other run side by side in one
-//     launch, each over its own range of work-items (Starts);
+//     launch, each over its own range of work-items (Starts) — or, on a
+//     Concurrent target, any launches that do not depend on each other
+//     run as dispatches with no barrier between them;
 //   - "chain": dependent small point launches (a loss and its gradient on a
 //     batch of labels) run as the stages of one work-group of ChainGroup
 //     work-items, separated by barriers;
@@ -25,9 +27,10 @@ import (
 // buffers, not buffers: the memory plan reuses a slot once its buffer is
 // dead, so two launches touching one slot, at least one writing it, keep
 // their order. The launches are list-scheduled: a launch is ready once
-// every launch it depends on has been placed; ready launches that are not
-// point launches go first, one at a time in program order, and when only
-// point launches are ready they all become one launch (as many as fit in
+// every launch it depends on has been placed; ready launches that cannot
+// be merged (not point launches, on a target that is not Concurrent) go
+// first, one at a time in program order, and when only
+// mergeable launches are ready they all become one launch (as many as fit in
 // MaxArgs arguments), followed, while every one is small and chains are
 // allowed, by further stages of small point launches that became ready.
 // Any order this produces is a topological order of the dependencies, so
@@ -59,11 +62,13 @@ type Launch struct {
 	Name   string // for messages
 	// Point says the launch runs one independent work-item per point of
 	// Items, with no barriers, so that it may share a launch with others.
-	// A point launch writes only Args[0]; any other launch counts as
-	// writing every argument.
 	Point bool
 	Items int // its work-items
 	Args  []Arg
+	// Writes, when not nil, says which of Args the launch writes (one
+	// flag per argument; a missing flag counts as written); when nil, a point launch writes only Args[0] and any other launch counts
+	// as writing every argument.
+	Writes []bool
 }
 
 // LaunchTraits are what grouping needs to know about the target.
@@ -78,6 +83,10 @@ type LaunchTraits struct {
 	// ChainItems is the most work-items a launch may have to join a chain
 	// (0: no chains); ChainGroup the work-items of a chain's work-group.
 	ChainItems, ChainGroup int
+	// Concurrent says a Merged group is a set of separate dispatches with
+	// no barrier between them rather than one kernel, so that any launch,
+	// not only a point launch, may join one.
+	Concurrent bool
 }
 
 // The kinds of LaunchGroup.
@@ -152,7 +161,11 @@ func launchUses(p *Program, l Launch) []use {
 		if a.Buf >= 0 {
 			res = p.Buffers[a.Buf].Slot
 		}
-		out = append(out, use{res, j == 0 || !l.Point})
+		w := j == 0 || !l.Point
+		if l.Writes != nil {
+			w = j >= len(l.Writes) || l.Writes[j]
+		}
+		out = append(out, use{res, w})
 	}
 	return out
 }
@@ -286,7 +299,7 @@ func GroupLaunches(p *Program, ls []Launch, t LaunchTraits) []LaunchGroup {
 		ready := readySet()
 		var g LaunchGroup
 		for _, i := range ready {
-			if !ls[i].Point {
+			if !ls[i].Point && !t.Concurrent {
 				g.Stages = [][]int{{i}}
 				break
 			}
@@ -378,7 +391,7 @@ func CheckGroups(p *Program, ls []Launch, gs []LaunchGroup, t LaunchTraits) erro
 				if region[i] != r {
 					return fmt.Errorf("kir: launch group %d spans regions (%s)", gi, ls[i].Name)
 				}
-				if g.Kind != Single && !ls[i].Point {
+				if g.Kind == Chain && !ls[i].Point || g.Kind == Merged && !ls[i].Point && !t.Concurrent {
 					return fmt.Errorf("kir: %s group %d holds %s, which is not a point launch", g.Kind, gi, ls[i].Name)
 				}
 				if g.Kind == Chain && ls[i].Items > t.ChainItems {

@@ -157,6 +157,40 @@ func TestGroupLaunchesRegions(t *testing.T) {
 	}
 }
 
+// TestGroupLaunchesConcurrent checks that on a Concurrent target launches
+// that are not point launches merge too, and that explicit write flags
+// let two launches that only read one buffer merge.
+func TestGroupLaunchesConcurrent(t *testing.T) {
+	p := slotProgram([]int{0, 1, 2, 3})
+	gemm := func(k, out int) Launch {
+		return Launch{Kernel: k, Name: fmt.Sprintf("k%d", k), Items: 64, Args: []Arg{BufArg(out), BufArg(0)}}
+	}
+	ls := []Launch{gemm(0, 1), gemm(1, 2), gemm(2, 3)}
+	ls[2].Args = append(ls[2].Args, BufArg(1)) // reads k0's output
+	tr := LaunchTraits{MaxArgs: 1 << 20, Align: 1, MaxItems: 1 << 30, Concurrent: true}
+	// Without write flags every argument counts as written: nothing merges.
+	got := groupsOf(t, p, ls, tr)
+	if len(got) != 3 {
+		t.Errorf("without write flags: %s", FormatGroups(ls, got))
+	}
+	for i := range ls {
+		ls[i].Writes = make([]bool, len(ls[i].Args))
+		ls[i].Writes[0] = true
+	}
+	got = groupsOf(t, p, ls, tr)
+	want := []LaunchGroup{
+		{Kind: Merged, Stages: [][]int{{0, 1}}, Starts: []int{0, 64}, Items: 128},
+		{Kind: Single, Stages: [][]int{{2}}, Items: 64},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %s\nwant %s", FormatGroups(ls, got), FormatGroups(ls, want))
+	}
+	tr.Concurrent = false
+	if err := CheckGroups(p, ls, want, tr); err == nil || !strings.Contains(err.Error(), "not a point launch") {
+		t.Errorf("merged non-point launches on a target that is not Concurrent: CheckGroups = %v", err)
+	}
+}
+
 // TestCheckGroupsRejects checks that CheckGroups finds broken groupings:
 // a dependency reversed, dependent launches merged, a launch left out or
 // run twice, a region crossed, a non-point launch merged.
@@ -244,9 +278,16 @@ func TestGroupLaunchesComputeTheSame(t *testing.T) {
 					l.Args = append(l.Args, BufArg(rng.IntN(nbuf)))
 				}
 			}
+			if rng.IntN(2) == 0 {
+				l.Writes = make([]bool, len(l.Args))
+				for j := range l.Writes {
+					l.Writes[j] = j == 0 || rng.IntN(3) == 0
+				}
+			}
 			ls = append(ls, l)
 		}
 		tr := testTraits
+		tr.Concurrent = rng.IntN(3) == 0
 		tr.MaxArgs = 3 + rng.IntN(10)
 		if rng.IntN(2) == 0 {
 			tr.ChainItems = 0
@@ -268,7 +309,7 @@ func TestGroupLaunchesComputeTheSame(t *testing.T) {
 				h = (h ^ in[res(a)]) * 0x100000001b3
 			}
 			for j, a := range ls[i].Args {
-				if j == 0 || !ls[i].Point {
+				if ls[i].Writes != nil && ls[i].Writes[j] || ls[i].Writes == nil && (j == 0 || !ls[i].Point) {
 					out[res(a)] = h + uint64(j)
 				}
 			}
