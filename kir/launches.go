@@ -29,12 +29,12 @@ import (
 // their order. The launches are list-scheduled: a launch is ready once
 // every launch it depends on has been placed; ready launches that cannot
 // be merged (not point launches, on a target that is not Concurrent) go
-// first, one at a time in program order, and when only
-// mergeable launches are ready they all become one launch (as many as fit in
-// MaxArgs arguments), followed, while every one is small and chains are
-// allowed, by further stages of small point launches that became ready.
-// Any order this produces is a topological order of the dependencies, so
-// an in-order queue computes what the program order did.
+// first, one at a time in program order, and when only mergeable launches
+// are ready they all become one launch (as many as fit in MaxArgs
+// arguments), followed, while every one is small and chains are allowed,
+// by further stages of small point launches that became ready. Any order
+// this produces is a topological order of the dependencies, so an
+// in-order queue computes what the program order did.
 //
 // A region is a run of launches that are all outside loops or all in one
 // step loop's body. Launches never group across regions: every launch
