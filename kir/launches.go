@@ -439,30 +439,38 @@ func CheckGroups(p *Program, ls []Launch, gs []LaunchGroup, t LaunchTraits) erro
 		}
 	}
 	before := func(a, b at) bool { return a.group < b.group || a.group == b.group && a.stage < b.stage }
-	byRes := map[int][]int{}
-	uses := make([][]use, len(ls))
+	// In program order, every access to a slot or scratch buffer must run
+	// after the last write to it, and a write after every access since
+	// the last write: then every two conflicting launches run in order.
+	type state struct{ write, latest int } // the last write; the access since it that runs last
+	states := map[int]*state{}
+	conflict := func(a, b, res int) error {
+		return fmt.Errorf("kir: launch %s must run before %s (both touch %s, one writing it)", ls[a].Name, ls[b].Name, resName(res))
+	}
 	for i, l := range ls {
-		uses[i] = launchUses(p, l)
-		for _, u := range uses[i] {
-			if l := byRes[u.res]; len(l) == 0 || l[len(l)-1] != i {
-				byRes[u.res] = append(l, i)
+		writes := map[int]bool{}
+		var touched []int
+		for _, u := range launchUses(p, l) {
+			if _, ok := writes[u.res]; !ok {
+				touched = append(touched, u.res)
 			}
+			writes[u.res] = writes[u.res] || u.write
 		}
-	}
-	writes := func(i, res int) bool {
-		for _, u := range uses[i] {
-			if u.res == res && u.write {
-				return true
+		for _, res := range touched {
+			st := states[res]
+			if st == nil {
+				st = &state{-1, -1}
+				states[res] = st
 			}
-		}
-		return false
-	}
-	for res, l := range byRes {
-		for x, a := range l {
-			for _, b := range l[x+1:] {
-				if (writes(a, res) || writes(b, res)) && !before(pos[a], pos[b]) {
-					return fmt.Errorf("kir: launch %s must run before %s (both touch %s, one writing it)", ls[a].Name, ls[b].Name, resName(res))
-				}
+			switch {
+			case st.write >= 0 && !before(pos[st.write], pos[i]):
+				return conflict(st.write, i, res)
+			case writes[res] && st.latest >= 0 && !before(pos[st.latest], pos[i]):
+				return conflict(st.latest, i, res)
+			case writes[res]:
+				st.write, st.latest = i, i
+			case st.latest < 0 || before(pos[st.latest], pos[i]):
+				st.latest = i
 			}
 		}
 	}

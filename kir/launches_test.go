@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -254,7 +255,8 @@ func TestCheckGroupsRejects(t *testing.T) {
 func TestGroupLaunchesComputeTheSame(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	grouped := 0
-	for trial := range 400 {
+	refused := map[bool]int{}
+	for trial := range 1000 {
 		nbuf, nslot := 3+rng.IntN(8), 2+rng.IntN(5)
 		slots := make([]int, nbuf)
 		for i := range slots {
@@ -302,6 +304,43 @@ func TestGroupLaunchesComputeTheSame(t *testing.T) {
 			}
 			return nslot + a.Scratch
 		}
+		writes := func(i, j int) bool {
+			return ls[i].Writes != nil && ls[i].Writes[j] || ls[i].Writes == nil && (j == 0 || !ls[i].Point)
+		}
+		// Two groups of one region swapped: CheckGroups must refuse the
+		// order exactly when two launches that share a slot or scratch
+		// buffer, one writing it, then run out of program order.
+		if len(gs) > 1 {
+			x := rng.IntN(len(gs) - 1)
+			if p.LoopOf(ls[gs[x].Stages[0][0]].Kernel) == p.LoopOf(ls[gs[x+1].Stages[0][0]].Kernel) {
+				swapped := slices.Clone(gs)
+				swapped[x], swapped[x+1] = swapped[x+1], swapped[x]
+				pos := map[int][2]int{}
+				for gi, g := range swapped {
+					for si, st := range g.Stages {
+						for _, i := range st {
+							pos[i] = [2]int{gi, si}
+						}
+					}
+				}
+				bad := false
+				for a := range ls {
+					for b := a + 1; b < len(ls); b++ {
+						for ja, x := range ls[a].Args {
+							for jb, y := range ls[b].Args {
+								if x.View < 0 && y.View < 0 && res(x) == res(y) && (writes(a, ja) || writes(b, jb)) {
+									bad = bad || !(pos[a][0] < pos[b][0] || pos[a][0] == pos[b][0] && pos[a][1] < pos[b][1])
+								}
+							}
+						}
+					}
+				}
+				refused[bad]++
+				if err := CheckGroups(p, ls, swapped, tr); (err != nil) != bad {
+					t.Fatalf("trial %d: groups %d and %d swapped: CheckGroups = %v, but out of order: %v\n%s", trial, x, x+1, err, bad, FormatGroups(ls, swapped))
+				}
+			}
+		}
 		// run computes launch i from the memory in and writes into out.
 		run := func(i int, in, out []uint64) {
 			h := uint64(i+1) * 0x9e3779b97f4a7c15
@@ -309,7 +348,7 @@ func TestGroupLaunchesComputeTheSame(t *testing.T) {
 				h = (h ^ in[res(a)]) * 0x100000001b3
 			}
 			for j, a := range ls[i].Args {
-				if ls[i].Writes != nil && ls[i].Writes[j] || ls[i].Writes == nil && (j == 0 || !ls[i].Point) {
+				if writes(i, j) {
 					out[res(a)] = h + uint64(j)
 				}
 			}
@@ -361,7 +400,7 @@ func TestGroupLaunchesComputeTheSame(t *testing.T) {
 			}
 		}
 	}
-	if grouped < 100 {
-		t.Errorf("only %d of 400 random programs grouped any launches", grouped)
+	if grouped < 250 || refused[true] < 100 || refused[false] < 20 {
+		t.Errorf("of 1000 random programs, %d grouped any launches; swapping two groups broke %d and kept %d sound", grouped, refused[true], refused[false])
 	}
 }
