@@ -26,4 +26,10 @@
 //
 // Buffers are dense and row-major. Temporaries with disjoint lifetimes share a
 // Slot; a backend allocates one piece of memory per slot.
+//
+// GroupLaunches decides, for every backend, which of the launches it would
+// make share one (independent point kernels side by side, chains of small
+// dependent ones, or on Vulkan dispatches with no barrier between them),
+// keeping every two launches that touch one slot, one writing it, in order;
+// CheckGroups checks such a decision and FormatGroups prints it.
 package kir

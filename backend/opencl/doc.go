@@ -27,10 +27,12 @@
 //     after its other arguments, the view's element offset; its first
 //     statement moves the pointer to the view's first element, so every
 //     template addresses views like any buffer.
-//   - Merging (render_merge.go): independent point kernels share one
-//     launch, and chains of small dependent ones run as the stages of one
-//     work-group, so that a step makes few launches. Launches merge only
-//     with launches of the same step loop's body, or outside every loop.
+//   - Merging (render_merge.go): kir.GroupLaunches decides, from the
+//     launches' arguments, their slots and this backend's limits, which
+//     independent point kernels share one launch and which chains of small
+//     dependent ones run as the stages of one work-group, so that a step
+//     makes few launches; the renderer writes what it decided
+//     (TARTAN_DEBUG=schedule prints it).
 //   - Building (device.go, render_shard.go, builder.go, cache.go): kernels
 //     identical up to names are written once (their launches share the
 //     code); one program per executable, or, when helper processes are

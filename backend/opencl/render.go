@@ -10,18 +10,15 @@ import (
 	"github.com/tartanml/tartan/tile"
 )
 
-// argRef names one argument of a launch: a buffer of the program (Buf ≥ 0),
-// one of the scratch buffers the renderer asked for (Scratch ≥ 0), or the
-// element offset of view buffer View (View ≥ 0) within its slot's storage,
-// an int (a long when the storage has 2^31 elements or more) that the
-// executable sets for every step of a loop.
-type argRef struct {
-	Buf, Scratch, View int
-}
+// argRef names one argument of a launch (kir.Arg): a buffer of the
+// program, one of the scratch buffers the renderer asked for, or the
+// element offset of a view buffer within its slot's storage, an int (a long
+// when the storage has 2^31 elements or more) that the executable sets for
+// every step of a loop.
+type argRef = kir.Arg
 
-func bufArg(id int) argRef     { return argRef{Buf: id, Scratch: -1, View: -1} }
-func scratchArg(i int) argRef  { return argRef{Buf: -1, Scratch: i, View: -1} }
-func viewArg(id int) argRef    { return argRef{Buf: -1, Scratch: -1, View: id} }
+var bufArg, scratchArg, viewArg = kir.BufArg, kir.ScratchArg, kir.ViewArg
+
 func scratchName(i int) string { return "p" + strconv.Itoa(i) }
 func viewName(id int) string   { return "v" + strconv.Itoa(id) }
 
@@ -158,7 +155,11 @@ func render(p *kir.Program, t traits) (*rendered, error) {
 			return nil, fmt.Errorf("opencl: program %q: kernel %d (%s): %w", p.Name, i, k.Name, err)
 		}
 	}
-	r.r.Source = r.shardLaunches(r.dedupKernels(r.mergeLaunches(), head))
+	src, err := r.mergeLaunches()
+	if err != nil {
+		return nil, err
+	}
+	r.r.Source = r.shardLaunches(r.dedupKernels(src, head))
 	return &r.r, nil
 }
 

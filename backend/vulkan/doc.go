@@ -14,8 +14,10 @@
 // as several descriptors, consecutive ranges of a power of two of bytes,
 // one chosen per element), a descriptor set per kernel and a compute
 // pipeline per distinct shader (repeated layers share theirs), and the whole program recorded once into one command buffer:
-// every dispatch followed by a compute-to-compute barrier, a step loop's
-// kernels recorded once per step with that step's offsets. Run waits for
+// the dispatches in the groups kir.GroupLaunches decides (dispatches that
+// touch no storage slot another of them writes), each group followed by a
+// compute-to-compute barrier, a step loop's kernels recorded once per step
+// with that step's offsets. Run waits for
 // the previous run, copies in what the host wrote since and submits the
 // same command buffer again, so a training step costs one submission.
 // Storage is mapped host-visible memory on CPUs and integrated GPUs, and

@@ -51,6 +51,7 @@ type Executable struct {
 	pending    bool // a submission not waited for
 	writes     []hostWrite
 	dispatches int
+	barriers   []int // the dispatches of order followed by a barrier
 
 	inputs, outputs, vars map[string]int
 	closed                bool
@@ -284,7 +285,7 @@ func (e *Executable) load(sizes []uint64, kernels []*spirv.Kernel) error {
 	if err := e.buildPipelines(kernels); err != nil {
 		return err
 	}
-	e.order, err = e.record(e.main, 0)
+	e.order, e.barriers, err = e.record(e.main, 0)
 	e.dispatches = len(e.order)
 	return err
 }
@@ -485,28 +486,72 @@ func chunks(k *spirv.Kernel) ([]int, int) {
 	return cs, n
 }
 
-// record records the whole program into the main command buffer: each
-// kernel's dispatch, a loop's kernels once per step with that step's
-// element offsets as push constants, each dispatch followed by a barrier
-// that makes its writes visible to the next; at the end, a barrier
-// making them visible to copies and the host. With a query pool of
-// 2×Dispatches timestamps, dispatch n writes timestamps 2n before and 2n+1
-// after it. It returns the kernel of each dispatch.
-func (e *Executable) record(cb *vk.CommandBuffer, stamps vk.QueryPool) ([]int, error) {
+// dispatchTraits make kir.GroupLaunches group dispatches as sets with no
+// barrier between them (Concurrent), as many as it likes (descriptor sets
+// are per kernel, so there is no argument limit), and never as chains.
+// Fewer dispatches, as on OpenCL, would need package spirv to emit one
+// module for a group: each point kernel's body a function called for its
+// own range of invocations (a Merged group's Starts, aligned to one common
+// 1-D local size), or, for a Chain, in turn by one work-group with a
+// workgroup-scope OpControlBarrier on storage memory between stages; one
+// descriptor set binding the union of the kernels' buffers (MaxArgs from
+// maxPerStageDescriptorStorageBuffers, split bindings counted) and push
+// constants holding every view's offset (within maxPushConstantsSize).
+var dispatchTraits = kir.LaunchTraits{MaxArgs: math.MaxInt32, Align: 1, MaxItems: math.MaxInt, Concurrent: true}
+
+// dispatchGroups returns the dispatches of the program, one per kernel
+// with work, and kir.GroupLaunches's grouping of them: the dispatches of
+// one group touch no storage slot that another of them writes.
+func (e *Executable) dispatchGroups() ([]kir.Launch, []kir.LaunchGroup, error) {
+	var ls []kir.Launch
+	for i, pp := range e.pipes {
+		if k := pp.k; pp.pipeline != 0 && !empty(k) {
+			l := kir.Launch{Kernel: i, Name: k.Name, Items: k.Groups[0] * k.Groups[1] * k.Groups[2] * k.LocalSize[0] * k.LocalSize[1] * k.LocalSize[2], Writes: k.Writes}
+			for _, b := range k.Bindings {
+				l.Args = append(l.Args, kir.BufArg(b))
+			}
+			ls = append(ls, l)
+		}
+	}
+	gs := kir.GroupLaunches(e.p, ls, dispatchTraits)
+	if err := kir.CheckGroups(e.p, ls, gs, dispatchTraits); err != nil {
+		return nil, nil, fmt.Errorf("vulkan: program %q: %w", e.p.Name, err)
+	}
+	return ls, gs, nil
+}
+
+// record records the whole program into the main command buffer: the
+// dispatches in the order of their groups (dispatchGroups), a loop's once
+// per step with that step's element offsets as push constants, each group
+// followed by a barrier that makes its writes visible to the next (with
+// timestamps, each dispatch, so that each is timed alone); at the end, a
+// barrier making them visible to copies and the host. With a query pool
+// of 2×Dispatches timestamps, dispatch n writes timestamps 2n before and
+// 2n+1 after it. It returns the kernel of each dispatch and the dispatches
+// (positions in that list) after which a barrier is recorded.
+func (e *Executable) record(cb *vk.CommandBuffer, stamps vk.QueryPool) ([]int, []int, error) {
 	p := e.p
+	ls, gs, err := e.dispatchGroups()
+	if err != nil {
+		return nil, nil, err
+	}
+	if stamps == 0 && debug.On("schedule") {
+		fmt.Fprintf(os.Stderr, "tartan dispatches %q: %s", e.p.Name, kir.FormatGroups(ls, gs))
+	}
 	if err := cb.Begin(false); err != nil {
-		return nil, e.d.execError("recording "+p.Name, err)
+		return nil, nil, e.d.execError("recording "+p.Name, err)
 	}
 	if stamps != 0 {
 		cb.ResetQueries(stamps, 0, 2*e.dispatches)
 	}
-	var order []int
+	var order, barriers []int
+	barrier := func() {
+		cb.Barrier(vk.StageComputeShader, vk.StageComputeShader, vk.AccessShaderWrite, vk.AccessShaderRead|vk.AccessShaderWrite)
+		barriers = append(barriers, len(order)-1)
+	}
 	dispatch := func(i, step int) {
 		pp := &e.pipes[i]
 		k := pp.k
-		if pp.pipeline == 0 || k.Groups[0]*k.Groups[1]*k.Groups[2] == 0 {
-			return
-		}
 		cb.BindPipeline(pp.pipeline)
 		cb.BindSet(pp.layout, pp.set)
 		push := make([]uint32, len(k.Bindings))
@@ -514,33 +559,49 @@ func (e *Executable) record(cb *vk.CommandBuffer, stamps vk.QueryPool) ([]int, e
 			push[j] = uint32(p.Buffers[b].Base(step))
 		}
 		cb.PushConstants(pp.layout, push)
+		n := len(order)
 		if stamps != 0 {
-			cb.WriteTimestamp(vk.StageComputeShader, stamps, 2*len(order))
+			cb.WriteTimestamp(vk.StageComputeShader, stamps, 2*n)
 		}
 		cb.Dispatch(k.Groups[0], k.Groups[1], k.Groups[2])
-		if stamps != 0 {
-			cb.WriteTimestamp(vk.StageComputeShader, stamps, 2*len(order)+1)
-		}
-		cb.Barrier(vk.StageComputeShader, vk.StageComputeShader, vk.AccessShaderWrite, vk.AccessShaderRead|vk.AccessShaderWrite)
 		order = append(order, i)
-	}
-	for i := 0; i < len(p.Kernels); i++ {
-		l := p.LoopOf(i)
-		if l < 0 {
-			dispatch(i, 0)
-			continue
+		if stamps != 0 {
+			cb.WriteTimestamp(vk.StageComputeShader, stamps, 2*n+1)
+			barrier()
 		}
-		lp := p.Loops[l]
-		for it := range lp.Steps {
-			for k := lp.First; k < lp.End; k++ {
-				dispatch(k, lp.Step(it))
+	}
+	// Groups run in order; those of a loop's body (contiguous, as
+	// kir.CheckGroups checks) once per step.
+	loopOf := func(g kir.LaunchGroup) int { return p.LoopOf(ls[g.Stages[0][0]].Kernel) }
+	for gi := 0; gi < len(gs); {
+		l, end, steps := loopOf(gs[gi]), gi+1, 1
+		for end < len(gs) && loopOf(gs[end]) == l {
+			end++
+		}
+		if l >= 0 {
+			steps = p.Loops[l].Steps
+		}
+		for it := range steps {
+			step := 0
+			if l >= 0 {
+				step = p.Loops[l].Step(it)
+			}
+			for _, g := range gs[gi:end] {
+				for _, st := range g.Stages {
+					for _, li := range st {
+						dispatch(ls[li].Kernel, step)
+					}
+					if stamps == 0 {
+						barrier()
+					}
+				}
 			}
 		}
-		i = lp.End - 1
+		gi = end
 	}
 	cb.Barrier(vk.StageComputeShader|vk.StageTransfer, vk.StageTransfer|vk.StageHost|vk.StageComputeShader,
 		vk.AccessShaderWrite|vk.AccessTransferWrite, vk.AccessTransferRead|vk.AccessTransferWrite|vk.AccessHostRead|vk.AccessShaderRead|vk.AccessShaderWrite)
-	return order, e.d.execError("recording "+p.Name, cb.End())
+	return order, barriers, e.d.execError("recording "+p.Name, cb.End())
 }
 
 // Dispatches returns the number of dispatches one Run submits.

@@ -32,7 +32,7 @@ func (e *Executable) Profile() ([]backend.KernelTime, error) {
 		if err != nil {
 			return nil, e.d.execError("preparing to profile "+e.p.Name, err)
 		}
-		if _, err := e.record(cb, e.stamps); err != nil {
+		if _, _, err := e.record(cb, e.stamps); err != nil {
 			cb.Free()
 			return nil, err
 		}
