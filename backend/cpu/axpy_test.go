@@ -89,6 +89,37 @@ func TestChannelsFirstDepthwise(t *testing.T) {
 	}
 }
 
+// TestChannelsFirstDepthwiseEdgeNaN checks that the runs over several rows
+// of a padded stride-1 depthwise convolution leave the edge columns alone:
+// NaNs in the input's first and last columns reach exactly the outputs
+// whose windows hold them, as on the reference device.
+func TestChannelsFirstDepthwiseEdgeNaN(t *testing.T) {
+	const n, c, h, w = 1, 3, 9, 6
+	g := cfDepthwise(n, c, h, w, 3, 1, 1)
+	feeds := randomFeeds(g, 5)
+	// Channel 0 has a NaN in its last column, channel 1 in its first: rows
+	// run from one row's last column into the next row's first.
+	feeds["x"][4*w+w-1] = float32(math.NaN())
+	feeds["x"][h*w+4*w] = float32(math.NaN())
+	want := runGraph(t, reference.New(), g, feeds)["y"]
+	d := New(Cache(false))
+	defer d.Close()
+	got := runGraph(t, d, g, feeds)["y"]
+	nans := 0
+	for i := range want {
+		if math.IsNaN(float64(want[i])) {
+			nans++
+		}
+		if gn, wn := math.IsNaN(float64(got[i])), math.IsNaN(float64(want[i])); gn != wn ||
+			!wn && math.Abs(float64(got[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
+			t.Fatalf("y[%d] = %g, reference %g", i, got[i], want[i])
+		}
+	}
+	if nans == 0 || nans == len(want) {
+		t.Fatalf("%d of %d outputs NaN: the case tests nothing", nans, len(want))
+	}
+}
+
 // TestAxpyStrides checks the vector axpy loops against the scalar ones for
 // every length up to 40 and the strides they take, at the end of the
 // source slice (a stride-2 vector reads one element past its last).

@@ -49,16 +49,20 @@ type gemvKernel struct {
 	// per run, and mixForms the others, narrowed per run.
 	axLo, axHi         []int
 	rowForms, mixForms []int
-	pin                int // position in pVar of the innermost variable with more than one value, -1 if none
-	axis               int // the innermost K variable with more than one value
-	runLen             int // its extent
-	nb                 int
-	np                 int
-	nj                 int
-	nk                 int
-	nseg               int // K points per axis value
-	mat                gemvSide
-	vec                gemvSide
+	// span: a run may cover whole rows along pVar[pin-1] too, the matrix
+	// continuing from row to row as the outputs do (a stride-1
+	// convolution), so that one axpy covers several rows.
+	span   bool
+	pin    int // position in pVar of the innermost variable with more than one value, -1 if none
+	axis   int // the innermost K variable with more than one value
+	runLen int // its extent
+	nb     int
+	np     int
+	nj     int
+	nk     int
+	nseg   int // K points per axis value
+	mat    gemvSide
+	vec    gemvSide
 	// vecPacked holds the vector of every batch point, [nb][nj][nk].
 	vecPacked []float32
 	epi       *epilogueRunner
@@ -84,6 +88,7 @@ const (
 	gemvMaxAxpyK = 1 << 10 // K points of an axpy-form product
 	axpyBlock    = 256     // outputs an axpy-form sum holds at a time
 	axpyMinRun   = 2       // shortest run of outputs for the axpy form
+	axpyMaxGap   = 4       // most excluded points per row a run over rows may cover
 )
 
 // affForm is an affine function of the kernel variables' indices (their
@@ -736,6 +741,10 @@ func (g *gemvKernel) planAxpy() {
 		}
 		g.axLo[s], g.axHi[s] = lo, max(lo, hi)
 	}
+	if g.pin > 0 {
+		o := g.pVar[g.pin-1]
+		g.span = len(g.mixForms) == 0 && ein <= axpyBlock/2 && sd.forms[0].coef[o] == ein*sd.axisCoef[0]
+	}
 }
 
 // axpys computes the sums of matrix points [p0, p1) of batch point b into c
@@ -743,7 +752,11 @@ func (g *gemvKernel) planAxpy() {
 // K point in order adding its vector value times the matrix over the
 // interval of the block where the matrix's conditions hold, in float32
 // from zero (a product rounded, then added), as the matrix-product path's
-// kernels without fused multiply-adds would.
+// kernels without fused multiply-adds would. With span, a block of whole
+// rows takes one run per K point from its first to its last point where
+// the conditions hold, the few excluded points between rows (a padded
+// convolution's edge columns) kept and restored around it, so every output
+// gets the same sum as row by row.
 func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 	sd := &g.mat
 	a := g.x.bufs[sd.buf].f32
@@ -758,12 +771,19 @@ func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 		idx[i] = rem % e
 		rem /= e
 	}
-	var acc [axpyBlock]float32
+	var acc, kept [axpyBlock]float32
 	nj, nk, in := g.nj, g.nk, g.pVar[g.pin]
 	ein, st := g.ext[in], sd.axisCoef[0]
 	for p := p0; p < p1; {
 		i0 := idx[g.pin]
-		n := min(axpyBlock, ein-i0, p1-p)
+		n, rows := min(axpyBlock, ein-i0, p1-p), 1
+		if g.span && i0 == 0 {
+			if rows = min(axpyBlock/ein, g.ext[g.pVar[g.pin-1]]-idx[g.pin-1], (p1-p)/ein); rows > 1 {
+				n = rows * ein
+			} else {
+				rows = 1
+			}
+		}
 		for j := range nj {
 			acc := acc[:n]
 			clear(acc)
@@ -771,6 +791,10 @@ func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 		segs:
 			for s := range nk {
 				segv := sd.seg[s*nf : (s+1)*nf]
+				if rows > 1 {
+					g.axpyRows(acc[:n], kept[:], w[s], a, rv[:nf], segv, s, rows)
+					continue
+				}
 				for _, f := range g.rowForms {
 					if x := rv[f] + segv[f]; x < 0 || x >= sd.forms[f].bound {
 						continue segs
@@ -793,13 +817,18 @@ func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 				c[cOff+(p+r)*nj+j] = x
 			}
 		}
-		// Advance n points along pVar[pin], carrying into the outer ones.
+		// Advance n points along pVar[pin] (rows rows along the variable
+		// outside it), carrying into the outer ones.
 		p += n
-		idx[g.pin] += n
-		for f := range nf {
-			rv[f] += sd.forms[f].coef[in] * n
+		at, adv := g.pin, n
+		if rows > 1 {
+			at, adv = g.pin-1, rows
 		}
-		for i := g.pin; i > 0 && idx[i] == g.ext[g.pVar[i]]; {
+		idx[at] += adv
+		for f := range nf {
+			rv[f] += sd.forms[f].coef[g.pVar[at]] * adv
+		}
+		for i := at; i > 0 && idx[i] == g.ext[g.pVar[i]]; {
 			v := g.pVar[i]
 			for f := range nf {
 				rv[f] -= sd.forms[f].coef[v] * g.ext[v]
@@ -811,6 +840,44 @@ func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 				rv[f] += sd.forms[f].coef[g.pVar[i]]
 			}
 		}
+	}
+}
+
+// axpyRows adds K point s's term to acc, the block of rows whole rows
+// along pVar[pin] from the matrix point whose form values are rv; kept
+// holds the outputs between rows that a run covers but must not change.
+func (g *gemvKernel) axpyRows(acc, kept []float32, w float32, a []float32, rv, segv []int, s, rows int) {
+	sd := &g.mat
+	o, ein, st := g.pVar[g.pin-1], g.ext[g.pVar[g.pin]], sd.axisCoef[0]
+	r0, r1 := 0, rows
+	for _, f := range g.rowForms {
+		x, c, b := rv[f]+segv[f], sd.forms[f].coef[o], sd.forms[f].bound
+		if c != 0 {
+			l, h := sd.bounds(x, c, b)
+			r0, r1 = max(r0, l), min(r1, h)
+		} else if x < 0 || x >= b {
+			return
+		}
+	}
+	c0, c1 := g.axLo[s], g.axHi[s]
+	if r0 >= r1 || c0 >= c1 {
+		return
+	}
+	if gap := ein - (c1 - c0); gap > axpyMaxGap {
+		for r := r0; r < r1; r++ {
+			axpy(acc[r*ein+c0:r*ein+c1], w, a, rv[0]+segv[0]+(r*ein+c0)*st, st)
+		}
+		return
+	}
+	nk := 0
+	for r := r0; r+1 < r1; r++ {
+		nk += copy(kept[nk:], acc[r*ein+c1:(r+1)*ein+c0])
+	}
+	lo := r0*ein + c0
+	axpy(acc[lo:(r1-1)*ein+c1], w, a, rv[0]+segv[0]+lo*st, st)
+	nk = 0
+	for r := r0; r+1 < r1; r++ {
+		nk += copy(acc[r*ein+c1:(r+1)*ein+c0], kept[nk:])
 	}
 }
 
