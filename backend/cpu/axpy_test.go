@@ -120,10 +120,19 @@ func TestChannelsFirstDepthwiseEdgeNaN(t *testing.T) {
 	}
 }
 
-// TestAxpyStrides checks the vector axpy loops against the scalar ones for
-// every length up to 40 and the strides they take, at the end of the
-// source slice (a stride-2 vector reads one element past its last).
+// TestAxpyStrides checks the vector axpy loops (AVX-512 and AVX2 where
+// they run) against the scalar ones for every length up to 40 and the
+// strides they take, at the end of the source slice (a stride-2 vector
+// reads one element past its last).
 func TestAxpyStrides(t *testing.T) {
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	for i := range 2 {
+		useAVX512 = useAVX512 && i == 0
+		testAxpyStrides(t)
+	}
+}
+
+func testAxpyStrides(t *testing.T) {
 	for _, st := range []int{1, 2, 3} {
 		for n := 1; n <= 40; n++ {
 			a := make([]float32, (n-1)*st+1)

@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 //go:noescape
 func dotAccF32x8(acc *float64, a, b *float32, offA, offB *int, np, n int)
@@ -37,10 +41,22 @@ func axpyF32x8(d, a *float32, w float32, n int)
 //go:noescape
 func axpy2F32x8(d, a *float32, w float32, n int)
 
-// simdAxpy is axpy's multiple-of-8 prefix for strides 1 and 2, reading no
-// element of a past the last one the prefix uses but, for stride 2, the one
-// after it when it exists; it returns the prefix's length.
+//go:noescape
+func axpyF32x16(d, a *float32, w float32, n int)
+
+// useAVX512 reports whether the AVX-512 loops may run.
+var useAVX512 = useSIMD && cpu.X86.HasAVX512F
+
+// simdAxpy is axpy's multiple-of-8 prefix for strides 1 and 2 (with
+// AVX-512, every element for stride 1), reading no element of a past the
+// last one the prefix uses but, for stride 2, the one after it when it
+// exists; it returns the prefix's length.
 func simdAxpy(d []float32, w float32, a []float32, off, st int) int {
+	if st == 1 && useAVX512 && len(d) > 0 && off >= 0 {
+		_ = a[off+len(d)-1]
+		axpyF32x16(&d[0], &a[off], w, len(d))
+		return len(d)
+	}
 	n := len(d) &^ 7
 	if !useSIMD || n == 0 || off < 0 {
 		return 0

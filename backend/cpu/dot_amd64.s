@@ -174,3 +174,37 @@ axpy2:
 	JNZ axpy2
 	VZEROUPPER
 	RET
+
+// func axpyF32x16(d, a *float32, w float32, n int)
+// d[i] += w·a[i] for i < n, the product rounded first, with AVX-512: the
+// last n mod 16 elements under a mask, reading nothing past a[n-1].
+TEXT ·axpyF32x16(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	VBROADCASTSS w+16(FP), Z7
+	MOVQ n+24(FP), CX
+axpy16:
+	CMPQ CX, $16
+	JLT axpy16tail
+	VMULPS (SI), Z7, Z0
+	VADDPS (DI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP axpy16
+axpy16tail:
+	TESTQ CX, CX
+	JEQ axpy16done
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z (DI), K1, Z1
+	VMULPS Z0, Z7, Z0
+	VADDPS Z1, Z0, Z0
+	VMOVUPS Z0, K1, (DI)
+axpy16done:
+	VZEROUPPER
+	RET

@@ -869,15 +869,21 @@ func (g *gemvKernel) axpyRows(acc, kept []float32, w float32, a []float32, rv, s
 		}
 		return
 	}
-	nk := 0
-	for r := r0; r+1 < r1; r++ {
-		nk += copy(kept[nk:], acc[r*ein+c1:(r+1)*ein+c0])
+	lo, hi := r0*ein+c0, (r1-1)*ein+c1
+	k := 0
+	for i := lo + c1 - c0; i < hi && c1-c0 < ein; i += ein {
+		for j := i; j < i+ein-(c1-c0); j++ {
+			kept[k] = acc[j]
+			k++
+		}
 	}
-	lo := r0*ein + c0
-	axpy(acc[lo:(r1-1)*ein+c1], w, a, rv[0]+segv[0]+lo*st, st)
-	nk = 0
-	for r := r0; r+1 < r1; r++ {
-		nk += copy(acc[r*ein+c1:(r+1)*ein+c0], kept[nk:])
+	axpy(acc[lo:hi], w, a, rv[0]+segv[0]+lo*st, st)
+	k = 0
+	for i := lo + c1 - c0; i < hi && c1-c0 < ein; i += ein {
+		for j := i; j < i+ein-(c1-c0); j++ {
+			acc[j] = kept[k]
+			k++
+		}
 	}
 }
 
