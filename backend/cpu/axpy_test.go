@@ -161,6 +161,7 @@ func BenchmarkChannelsFirstDepthwise(b *testing.B) {
 		{1, 96, 112, 112, 3, 2, 1},
 		{1, 576, 14, 14, 3, 1, 1},
 		{1, 960, 7, 7, 3, 1, 1},
+		{1, 144, 56, 56, 3, 1, 1},
 	} {
 		b.Run(fmt.Sprint(c), func(b *testing.B) {
 			g := cfDepthwise(c.n, c.c, c.h, c.w, c.k, c.stride, c.pad)

@@ -809,8 +809,12 @@ func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 					axpy(acc[lo:hi], w[s], a, rv[0]+segv[0]+lo*st, st)
 				}
 			}
-			if !g.matRow {
+			switch {
+			case !g.matRow:
 				copy(c[cOff+j*g.np+p:], acc)
+				continue
+			case nj == 1:
+				copy(c[cOff+p:], acc)
 				continue
 			}
 			for r, x := range acc {
