@@ -446,6 +446,12 @@ func (sd *gemvSide) interval4(vals, step []int, hi int) (int, int, bool) {
 // bounds returns the interval of axis indices i where 0 ≤ x + c·i < b, for
 // c ≠ 0.
 func (sd *gemvSide) bounds(x, c, b int) (int, int) {
+	switch c {
+	case 1: // most often, and no divisions
+		return -x, b - x
+	case -1:
+		return x - b + 1, x + 1
+	}
 	if c > 0 {
 		return ceilDiv(-x, c), floorDiv(b-1-x, c) + 1
 	}
