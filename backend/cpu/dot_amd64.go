@@ -44,6 +44,30 @@ func axpy2F32x8(d, a *float32, w float32, n int)
 //go:noescape
 func axpyF32x16(d, a *float32, w float32, n int)
 
+//go:noescape
+func gather2F32x16(d, s *float32, blocks, rem int, mask uint32)
+
+// simdGather2 sets d[i] = s[off+2i] for every i with AVX-512, reporting
+// false (doing nothing) without it; it reads no element past the last.
+func simdGather2(d, s []float32, off int) bool {
+	n := len(d)
+	if !useAVX512 || n == 0 {
+		return false
+	}
+	_ = s[off+2*n-2]
+	blocks, rem := n/16, n%16
+	if rem == 0 && off+2*n > len(s) {
+		// The last block would read one past s's end.
+		blocks, rem = blocks-1, 16
+	}
+	var mask uint32
+	if rem > 0 {
+		mask = 1<<(2*rem-1) - 1
+	}
+	gather2F32x16(&d[0], &s[off], blocks, rem, mask)
+	return true
+}
+
 // useAVX512 reports whether the AVX-512 loops may run.
 var useAVX512 = useSIMD && cpu.X86.HasAVX512F
 

@@ -604,6 +604,11 @@ func gatherF(d, src []float32, off, st int) {
 		fillF(d, src[off])
 	case 1:
 		copy(d, src[off:off+len(d)])
+	case 2:
+		if len(d) >= 8 && simdGather2(d, src, off) {
+			return
+		}
+		fallthrough
 	default:
 		for i := range d {
 			d[i] = src[off]
