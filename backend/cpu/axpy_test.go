@@ -47,6 +47,7 @@ func TestChannelsFirstDepthwise(t *testing.T) {
 		{3, 7, 11, 9, 3, 1, 0},
 		{1, 9, 7, 7, 3, 1, 1},
 		{1, 4, 5, 3, 3, 1, 1},
+		{1, 3, 10, 12, 7, 1, 3},
 	} {
 		g := cfDepthwise(c.n, c.c, c.h, c.w, c.k, c.stride, c.pad)
 		feeds := randomFeeds(g, uint64(c.h*c.w))

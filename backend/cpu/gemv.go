@@ -88,7 +88,6 @@ const (
 	gemvMaxAxpyK = 1 << 10 // K points of an axpy-form product
 	axpyBlock    = 256     // outputs an axpy-form sum holds at a time
 	axpyMinRun   = 2       // shortest run of outputs for the axpy form
-	axpyMaxGap   = 4       // most excluded points per row a run over rows may cover
 )
 
 // affForm is an affine function of the kernel variables' indices (their
@@ -760,7 +759,7 @@ func (g *gemvKernel) planAxpy() {
 // from zero (a product rounded, then added), as the matrix-product path's
 // kernels without fused multiply-adds would. With span, a block of whole
 // rows takes one run per K point from its first to its last point where
-// the conditions hold, the few excluded points between rows (a padded
+// the conditions hold, the excluded points between rows (a padded
 // convolution's edge columns) kept and restored around it, so every output
 // gets the same sum as row by row.
 func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
@@ -871,12 +870,6 @@ func (g *gemvKernel) axpyRows(acc, kept []float32, w float32, a []float32, rv, s
 	}
 	c0, c1 := g.axLo[s], g.axHi[s]
 	if r0 >= r1 || c0 >= c1 {
-		return
-	}
-	if gap := ein - (c1 - c0); gap > axpyMaxGap {
-		for r := r0; r < r1; r++ {
-			axpy(acc[r*ein+c0:r*ein+c1], w, a, rv[0]+segv[0]+(r*ein+c0)*st, st)
-		}
 		return
 	}
 	lo, hi := r0*ein+c0, (r1-1)*ein+c1
