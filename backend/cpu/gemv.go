@@ -49,20 +49,21 @@ type gemvKernel struct {
 	// per run, and mixForms the others, narrowed per run.
 	axLo, axHi         []int
 	rowForms, mixForms []int
-	// span: a run may cover whole rows along pVar[pin-1] too, the matrix
-	// continuing from row to row as the outputs do (a stride-1
-	// convolution), so that one axpy covers several rows.
-	span   bool
-	pin    int // position in pVar of the innermost variable with more than one value, -1 if none
-	axis   int // the innermost K variable with more than one value
-	runLen int // its extent
-	nb     int
-	np     int
-	nj     int
-	nk     int
-	nseg   int // K points per axis value
-	mat    gemvSide
-	vec    gemvSide
+	// span: a block may hold whole rows along pVar[pin-1] too, its K
+	// points' ranges of rows found once; with contig the matrix continues
+	// from row to row as the outputs do (a stride-1 convolution), so that
+	// one axpy covers several rows.
+	span, contig bool
+	pin          int // position in pVar of the innermost variable with more than one value, -1 if none
+	axis         int // the innermost K variable with more than one value
+	runLen       int // its extent
+	nb           int
+	np           int
+	nj           int
+	nk           int
+	nseg         int // K points per axis value
+	mat          gemvSide
+	vec          gemvSide
 	// vecPacked holds the vector of every batch point, [nb][nj][nk].
 	vecPacked []float32
 	epi       *epilogueRunner
@@ -748,7 +749,8 @@ func (g *gemvKernel) planAxpy() {
 	}
 	if g.pin > 0 {
 		o := g.pVar[g.pin-1]
-		g.span = len(g.mixForms) == 0 && ein <= axpyBlock/2 && sd.forms[0].coef[o] == ein*sd.axisCoef[0]
+		g.span = len(g.mixForms) == 0 && ein <= axpyBlock/2
+		g.contig = sd.forms[0].coef[o] == ein*sd.axisCoef[0]
 	}
 }
 
@@ -757,11 +759,11 @@ func (g *gemvKernel) planAxpy() {
 // K point in order adding its vector value times the matrix over the
 // interval of the block where the matrix's conditions hold, in float32
 // from zero (a product rounded, then added), as the matrix-product path's
-// kernels without fused multiply-adds would. With span, a block of whole
-// rows takes one run per K point from its first to its last point where
-// the conditions hold, the excluded points between rows (a padded
-// convolution's edge columns) kept and restored around it, so every output
-// gets the same sum as row by row.
+// kernels without fused multiply-adds would. With span, a block holds
+// whole rows; with contig too, it takes one run per K point from its first
+// to its last point where the conditions hold, the excluded points between
+// rows (a padded convolution's edge columns) kept and restored around it,
+// so every output gets the same sum as row by row.
 func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 	sd := &g.mat
 	a := g.x.bufs[sd.buf].f32
@@ -870,6 +872,12 @@ func (g *gemvKernel) axpyRows(acc, kept []float32, w float32, a []float32, rv, s
 	}
 	c0, c1 := g.axLo[s], g.axHi[s]
 	if r0 >= r1 || c0 >= c1 {
+		return
+	}
+	if !g.contig {
+		for r := r0; r < r1; r++ {
+			axpy(acc[r*ein+c0:r*ein+c1], w, a, rv[0]+segv[0]+r*sd.forms[0].coef[o]+c0*st, st)
+		}
 		return
 	}
 	lo, hi := r0*ein+c0, (r1-1)*ein+c1
