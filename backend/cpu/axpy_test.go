@@ -121,8 +121,9 @@ func TestChannelsFirstDepthwiseEdgeNaN(t *testing.T) {
 	}
 }
 
-// TestGatherStride2 checks gatherF's stride-2 loop for every length up to
-// 40 at the end of its source (no element read past the last) and offsets.
+// TestGatherStride2 checks gatherLong's stride-2 loop for every length up
+// to 40 at the end of its source (no element read past the last) and
+// offsets.
 func TestGatherStride2(t *testing.T) {
 	for n := 1; n <= 40; n++ {
 		for _, off := range []int{0, 3} {
@@ -132,7 +133,7 @@ func TestGatherStride2(t *testing.T) {
 			}
 			d := make([]float32, n+1)
 			d[n] = -1
-			gatherF(d[:n], src, off, 2)
+			gatherLong(d[:n], src, off, 2)
 			for i := range n + 1 {
 				if want := float32(off+2*i) + 0.5; i == n && d[i] != -1 || i < n && d[i] != want {
 					t.Fatalf("n %d, offset %d: d[%d] = %v", n, off, i, d[i])

@@ -48,10 +48,11 @@ func axpyF32x16(d, a *float32, w float32, n int)
 func gather2F32x16(d, s *float32, blocks, rem int, mask uint32)
 
 // simdGather2 sets d[i] = s[off+2i] for every i with AVX-512, reporting
-// false (doing nothing) without it; it reads no element past the last.
+// false (doing nothing) without it or for fewer than 8 elements; it reads
+// no element past the last.
 func simdGather2(d, s []float32, off int) bool {
 	n := len(d)
-	if !useAVX512 || n == 0 {
+	if !useAVX512 || n < 8 {
 		return false
 	}
 	_ = s[off+2*n-2]
