@@ -87,7 +87,7 @@ const (
 	gemvMaxPack  = 1 << 24 // packed vector elements
 	gemvTaskWork = 1 << 15 // multiply-adds per task
 	gemvMaxAxpyK = 1 << 10 // K points of an axpy-form product
-	axpyBlock    = 256     // outputs an axpy-form sum holds at a time
+	axpyBlock    = 1024    // outputs an axpy-form sum holds at a time
 	axpyMinRun   = 2       // shortest run of outputs for the axpy form
 )
 
