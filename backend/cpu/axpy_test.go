@@ -47,6 +47,7 @@ func TestChannelsFirstDepthwise(t *testing.T) {
 		{3, 7, 11, 9, 3, 1, 0},
 		{1, 9, 7, 7, 3, 1, 1},
 		{1, 4, 5, 3, 3, 1, 1},
+		{1, 3, 10, 12, 7, 1, 3},
 	} {
 		g := cfDepthwise(c.n, c.c, c.h, c.w, c.k, c.stride, c.pad)
 		feeds := randomFeeds(g, uint64(c.h*c.w))
@@ -89,10 +90,72 @@ func TestChannelsFirstDepthwise(t *testing.T) {
 	}
 }
 
-// TestAxpyStrides checks the vector axpy loops against the scalar ones for
-// every length up to 40 and the strides they take, at the end of the
-// source slice (a stride-2 vector reads one element past its last).
+// TestChannelsFirstDepthwiseEdgeNaN checks that the runs over several rows
+// of a padded stride-1 depthwise convolution leave the edge columns alone:
+// NaNs in the input's first and last columns reach exactly the outputs
+// whose windows hold them, as on the reference device.
+func TestChannelsFirstDepthwiseEdgeNaN(t *testing.T) {
+	const n, c, h, w = 1, 3, 9, 6
+	g := cfDepthwise(n, c, h, w, 3, 1, 1)
+	feeds := randomFeeds(g, 5)
+	// Channel 0 has a NaN in its last column, channel 1 in its first: rows
+	// run from one row's last column into the next row's first.
+	feeds["x"][4*w+w-1] = float32(math.NaN())
+	feeds["x"][h*w+4*w] = float32(math.NaN())
+	want := runGraph(t, reference.New(), g, feeds)["y"]
+	d := New(Cache(false))
+	defer d.Close()
+	got := runGraph(t, d, g, feeds)["y"]
+	nans := 0
+	for i := range want {
+		if math.IsNaN(float64(want[i])) {
+			nans++
+		}
+		if gn, wn := math.IsNaN(float64(got[i])), math.IsNaN(float64(want[i])); gn != wn ||
+			!wn && math.Abs(float64(got[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
+			t.Fatalf("y[%d] = %g, reference %g", i, got[i], want[i])
+		}
+	}
+	if nans == 0 || nans == len(want) {
+		t.Fatalf("%d of %d outputs NaN: the case tests nothing", nans, len(want))
+	}
+}
+
+// TestGatherStride2 checks gatherLong's stride-2 loop for every length up
+// to 40 at the end of its source (no element read past the last) and
+// offsets.
+func TestGatherStride2(t *testing.T) {
+	for n := 1; n <= 40; n++ {
+		for _, off := range []int{0, 3} {
+			src := make([]float32, off+2*n-1)
+			for i := range src {
+				src[i] = float32(i) + 0.5
+			}
+			d := make([]float32, n+1)
+			d[n] = -1
+			gatherLong(d[:n], src, off, 2)
+			for i := range n + 1 {
+				if want := float32(off+2*i) + 0.5; i == n && d[i] != -1 || i < n && d[i] != want {
+					t.Fatalf("n %d, offset %d: d[%d] = %v", n, off, i, d[i])
+				}
+			}
+		}
+	}
+}
+
+// TestAxpyStrides checks the vector axpy loops (AVX-512 and AVX2 where
+// they run) against the scalar ones for every length up to 40 and the
+// strides they take, at the end of the source slice (a stride-2 vector
+// reads one element past its last).
 func TestAxpyStrides(t *testing.T) {
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	for i := range 2 {
+		useAVX512 = useAVX512 && i == 0
+		testAxpyStrides(t)
+	}
+}
+
+func testAxpyStrides(t *testing.T) {
 	for _, st := range []int{1, 2, 3} {
 		for n := 1; n <= 40; n++ {
 			a := make([]float32, (n-1)*st+1)
@@ -121,6 +184,7 @@ func BenchmarkChannelsFirstDepthwise(b *testing.B) {
 		{1, 96, 112, 112, 3, 2, 1},
 		{1, 576, 14, 14, 3, 1, 1},
 		{1, 960, 7, 7, 3, 1, 1},
+		{1, 144, 56, 56, 3, 1, 1},
 	} {
 		b.Run(fmt.Sprint(c), func(b *testing.B) {
 			g := cfDepthwise(c.n, c.c, c.h, c.w, c.k, c.stride, c.pad)

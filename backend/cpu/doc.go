@@ -30,7 +30,8 @@
 //     dot products in place over the intervals where every condition holds,
 //     or, when the sum is too short per run for dot products (a depthwise
 //     convolution), adds each reduction point's vector value times a run
-//     of the matrix to a run of outputs (axpy form);
+//     of the matrix to a run of outputs, across whole rows where the
+//     matrix continues from row to row (axpy form);
 //     the kernels of max pooling over a channel-innermost layout (forward
 //     maximum, first-maximum positions, gradient routing, with or without
 //     a dropout on the routed cotangent, padded or overlapping windows) go

@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 //go:noescape
 func dotAccF32x8(acc *float64, a, b *float32, offA, offB *int, np, n int)
@@ -37,10 +41,47 @@ func axpyF32x8(d, a *float32, w float32, n int)
 //go:noescape
 func axpy2F32x8(d, a *float32, w float32, n int)
 
-// simdAxpy is axpy's multiple-of-8 prefix for strides 1 and 2, reading no
-// element of a past the last one the prefix uses but, for stride 2, the one
-// after it when it exists; it returns the prefix's length.
+//go:noescape
+func axpyF32x16(d, a *float32, w float32, n int)
+
+//go:noescape
+func gather2F32x16(d, s *float32, blocks, rem int, mask uint32)
+
+// simdGather2 sets d[i] = s[off+2i] for every i with AVX-512, reporting
+// false (doing nothing) without it or for fewer than 8 elements; it reads
+// no element past the last.
+func simdGather2(d, s []float32, off int) bool {
+	n := len(d)
+	if !useAVX512 || n < 8 {
+		return false
+	}
+	_ = s[off+2*n-2]
+	blocks, rem := n/16, n%16
+	if rem == 0 && off+2*n > len(s) {
+		// The last block would read one past s's end.
+		blocks, rem = blocks-1, 16
+	}
+	var mask uint32
+	if rem > 0 {
+		mask = 1<<(2*rem-1) - 1
+	}
+	gather2F32x16(&d[0], &s[off], blocks, rem, mask)
+	return true
+}
+
+// useAVX512 reports whether the AVX-512 loops may run.
+var useAVX512 = useSIMD && cpu.X86.HasAVX512F
+
+// simdAxpy is axpy's multiple-of-8 prefix for strides 1 and 2 (with
+// AVX-512, every element for stride 1), reading no element of a past the
+// last one the prefix uses but, for stride 2, the one after it when it
+// exists; it returns the prefix's length.
 func simdAxpy(d []float32, w float32, a []float32, off, st int) int {
+	if st == 1 && useAVX512 && len(d) > 0 && off >= 0 {
+		_ = a[off+len(d)-1]
+		axpyF32x16(&d[0], &a[off], w, len(d))
+		return len(d)
+	}
 	n := len(d) &^ 7
 	if !useSIMD || n == 0 || off < 0 {
 		return 0

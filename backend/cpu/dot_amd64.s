@@ -174,3 +174,96 @@ axpy2:
 	JNZ axpy2
 	VZEROUPPER
 	RET
+
+// func axpyF32x16(d, a *float32, w float32, n int)
+// d[i] += w·a[i] for i < n, the product rounded first, with AVX-512: the
+// last n mod 16 elements under a mask, reading nothing past a[n-1].
+TEXT ·axpyF32x16(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	VBROADCASTSS w+16(FP), Z7
+	MOVQ n+24(FP), CX
+axpy16:
+	CMPQ CX, $16
+	JLT axpy16tail
+	VMULPS (SI), Z7, Z0
+	VADDPS (DI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP axpy16
+axpy16tail:
+	TESTQ CX, CX
+	JEQ axpy16done
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z (DI), K1, Z1
+	VMULPS Z0, Z7, Z0
+	VADDPS Z1, Z0, Z0
+	VMOVUPS Z0, K1, (DI)
+axpy16done:
+	VZEROUPPER
+	RET
+
+// The even elements of two vectors of 16, for VPERMT2PS.
+DATA evens<>+0(SB)/4, $0
+DATA evens<>+4(SB)/4, $2
+DATA evens<>+8(SB)/4, $4
+DATA evens<>+12(SB)/4, $6
+DATA evens<>+16(SB)/4, $8
+DATA evens<>+20(SB)/4, $10
+DATA evens<>+24(SB)/4, $12
+DATA evens<>+28(SB)/4, $14
+DATA evens<>+32(SB)/4, $16
+DATA evens<>+36(SB)/4, $18
+DATA evens<>+40(SB)/4, $20
+DATA evens<>+44(SB)/4, $22
+DATA evens<>+48(SB)/4, $24
+DATA evens<>+52(SB)/4, $26
+DATA evens<>+56(SB)/4, $28
+DATA evens<>+60(SB)/4, $30
+GLOBL evens<>(SB), RODATA|NOPTR, $64
+
+// func gather2F32x16(d, s *float32, blocks, rem int, mask uint32)
+// d[i] = s[2i] for i < 16·blocks+rem with AVX-512: blocks of 16 read
+// s[0 … 32·blocks-1], then rem ≤ 16 more under masks, mask selecting the
+// elements of the 32 after the blocks that they read (s[0 … 2·rem-2]).
+TEXT ·gather2F32x16(SB), NOSPLIT, $0-36
+	MOVQ d+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ blocks+16(FP), CX
+	MOVQ rem+24(FP), DX
+	VMOVUPS evens<>(SB), Z6
+	TESTQ CX, CX
+	JEQ gather2tail
+gather2loop:
+	VMOVUPS (SI), Z0
+	VPERMT2PS 64(SI), Z6, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ gather2loop
+gather2tail:
+	TESTQ DX, DX
+	JEQ gather2done
+	MOVL mask+32(FP), AX
+	KMOVW AX, K1
+	SHRL $16, AX
+	KMOVW AX, K2
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z 64(SI), K2, Z1
+	VPERMT2PS Z1, Z6, Z0
+	MOVQ DX, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K3
+	VMOVUPS Z0, K3, (DI)
+gather2done:
+	VZEROUPPER
+	RET

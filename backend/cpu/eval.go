@@ -384,7 +384,7 @@ func execLoadF(fr *frame, in *instr, s0, m int) {
 			fr.f[in.dst] = src[off : off+m : off+m]
 			return
 		}
-		gatherF(fr.outF(in.dst, m), src, off, st)
+		gatherLong(fr.outF(in.dst, m), src, off, st)
 	case loadChecked:
 		off, lo, hi := loadRange(fr.vars, lp, s0, m)
 		st := lp.flat.stride
@@ -401,7 +401,7 @@ func execLoadF(fr *frame, in *instr, s0, m int) {
 			d[i] = fv
 		}
 		if hi > lo {
-			gatherF(d[lo:hi], src, off+st*lo, st)
+			gatherLong(d[lo:hi], src, off+st*lo, st)
 		}
 		for i := hi; i < m; i++ {
 			d[i] = fv
@@ -462,7 +462,9 @@ func execLoadOtherF(fr *frame, in *instr, buf *buffer, s0, m int) {
 func gatherToF32(d []float32, buf *buffer, off, st int) {
 	switch {
 	case buf.f32 != nil:
-		gatherF(d, buf.f32, off, st)
+		if st != 2 || !simdGather2(d, buf.f32, off) {
+			gatherF(d, buf.f32, off, st)
+		}
 	case buf.b != nil && st == 1:
 		boolsToF32(d, buf.b[off:off+len(d)])
 	case buf.b != nil:
@@ -609,6 +611,14 @@ func gatherF(d, src []float32, off, st int) {
 			d[i] = src[off]
 			off += st
 		}
+	}
+}
+
+// gatherLong is gatherF with the stride-2 loop in AVX-512 where it runs,
+// for runs long enough to be worth a call (gatherF stays inlined).
+func gatherLong(d, src []float32, off, st int) {
+	if st != 2 || !simdGather2(d, src, off) {
+		gatherF(d, src, off, st)
 	}
 }
 

@@ -49,16 +49,21 @@ type gemvKernel struct {
 	// per run, and mixForms the others, narrowed per run.
 	axLo, axHi         []int
 	rowForms, mixForms []int
-	pin                int // position in pVar of the innermost variable with more than one value, -1 if none
-	axis               int // the innermost K variable with more than one value
-	runLen             int // its extent
-	nb                 int
-	np                 int
-	nj                 int
-	nk                 int
-	nseg               int // K points per axis value
-	mat                gemvSide
-	vec                gemvSide
+	// span: a block may hold whole rows along pVar[pin-1] too, its K
+	// points' ranges of rows found once; with contig the matrix continues
+	// from row to row as the outputs do (a stride-1 convolution), so that
+	// one axpy covers several rows.
+	span, contig bool
+	pin          int // position in pVar of the innermost variable with more than one value, -1 if none
+	axis         int // the innermost K variable with more than one value
+	runLen       int // its extent
+	nb           int
+	np           int
+	nj           int
+	nk           int
+	nseg         int // K points per axis value
+	mat          gemvSide
+	vec          gemvSide
 	// vecPacked holds the vector of every batch point, [nb][nj][nk].
 	vecPacked []float32
 	epi       *epilogueRunner
@@ -82,7 +87,7 @@ const (
 	gemvMaxPack  = 1 << 24 // packed vector elements
 	gemvTaskWork = 1 << 15 // multiply-adds per task
 	gemvMaxAxpyK = 1 << 10 // K points of an axpy-form product
-	axpyBlock    = 256     // outputs an axpy-form sum holds at a time
+	axpyBlock    = 1024    // outputs an axpy-form sum holds at a time
 	axpyMinRun   = 2       // shortest run of outputs for the axpy form
 )
 
@@ -441,6 +446,12 @@ func (sd *gemvSide) interval4(vals, step []int, hi int) (int, int, bool) {
 // bounds returns the interval of axis indices i where 0 ≤ x + c·i < b, for
 // c ≠ 0.
 func (sd *gemvSide) bounds(x, c, b int) (int, int) {
+	switch c {
+	case 1: // most often, and no divisions
+		return -x, b - x
+	case -1:
+		return x - b + 1, x + 1
+	}
 	if c > 0 {
 		return ceilDiv(-x, c), floorDiv(b-1-x, c) + 1
 	}
@@ -736,6 +747,11 @@ func (g *gemvKernel) planAxpy() {
 		}
 		g.axLo[s], g.axHi[s] = lo, max(lo, hi)
 	}
+	if g.pin > 0 {
+		o := g.pVar[g.pin-1]
+		g.span = len(g.mixForms) == 0 && ein <= axpyBlock/2
+		g.contig = sd.forms[0].coef[o] == ein*sd.axisCoef[0]
+	}
 }
 
 // axpys computes the sums of matrix points [p0, p1) of batch point b into c
@@ -743,7 +759,11 @@ func (g *gemvKernel) planAxpy() {
 // K point in order adding its vector value times the matrix over the
 // interval of the block where the matrix's conditions hold, in float32
 // from zero (a product rounded, then added), as the matrix-product path's
-// kernels without fused multiply-adds would.
+// kernels without fused multiply-adds would. With span, a block holds
+// whole rows; with contig too, it takes one run per K point from its first
+// to its last point where the conditions hold, the excluded points between
+// rows (a padded convolution's edge columns) kept and restored around it,
+// so every output gets the same sum as row by row.
 func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 	sd := &g.mat
 	a := g.x.bufs[sd.buf].f32
@@ -758,12 +778,19 @@ func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 		idx[i] = rem % e
 		rem /= e
 	}
-	var acc [axpyBlock]float32
+	var acc, kept [axpyBlock]float32
 	nj, nk, in := g.nj, g.nk, g.pVar[g.pin]
 	ein, st := g.ext[in], sd.axisCoef[0]
 	for p := p0; p < p1; {
 		i0 := idx[g.pin]
-		n := min(axpyBlock, ein-i0, p1-p)
+		n, rows := min(axpyBlock, ein-i0, p1-p), 1
+		if g.span && i0 == 0 {
+			if rows = min(axpyBlock/ein, g.ext[g.pVar[g.pin-1]]-idx[g.pin-1], (p1-p)/ein); rows > 1 {
+				n = rows * ein
+			} else {
+				rows = 1
+			}
+		}
 		for j := range nj {
 			acc := acc[:n]
 			clear(acc)
@@ -771,6 +798,10 @@ func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 		segs:
 			for s := range nk {
 				segv := sd.seg[s*nf : (s+1)*nf]
+				if rows > 1 {
+					g.axpyRows(acc[:n], kept[:], w[s], a, rv[:nf], segv, s, rows)
+					continue
+				}
 				for _, f := range g.rowForms {
 					if x := rv[f] + segv[f]; x < 0 || x >= sd.forms[f].bound {
 						continue segs
@@ -785,21 +816,30 @@ func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 					axpy(acc[lo:hi], w[s], a, rv[0]+segv[0]+lo*st, st)
 				}
 			}
-			if !g.matRow {
+			switch {
+			case !g.matRow:
 				copy(c[cOff+j*g.np+p:], acc)
+				continue
+			case nj == 1:
+				copy(c[cOff+p:], acc)
 				continue
 			}
 			for r, x := range acc {
 				c[cOff+(p+r)*nj+j] = x
 			}
 		}
-		// Advance n points along pVar[pin], carrying into the outer ones.
+		// Advance n points along pVar[pin] (rows rows along the variable
+		// outside it), carrying into the outer ones.
 		p += n
-		idx[g.pin] += n
-		for f := range nf {
-			rv[f] += sd.forms[f].coef[in] * n
+		at, adv := g.pin, n
+		if rows > 1 {
+			at, adv = g.pin-1, rows
 		}
-		for i := g.pin; i > 0 && idx[i] == g.ext[g.pVar[i]]; {
+		idx[at] += adv
+		for f := range nf {
+			rv[f] += sd.forms[f].coef[g.pVar[at]] * adv
+		}
+		for i := at; i > 0 && idx[i] == g.ext[g.pVar[i]]; {
 			v := g.pVar[i]
 			for f := range nf {
 				rv[f] -= sd.forms[f].coef[v] * g.ext[v]
@@ -810,6 +850,50 @@ func (g *gemvKernel) axpys(b, p0, p1 int, c []float32, cOff int) {
 			for f := range nf {
 				rv[f] += sd.forms[f].coef[g.pVar[i]]
 			}
+		}
+	}
+}
+
+// axpyRows adds K point s's term to acc, the block of rows whole rows
+// along pVar[pin] from the matrix point whose form values are rv; kept
+// holds the outputs between rows that a run covers but must not change.
+func (g *gemvKernel) axpyRows(acc, kept []float32, w float32, a []float32, rv, segv []int, s, rows int) {
+	sd := &g.mat
+	o, ein, st := g.pVar[g.pin-1], g.ext[g.pVar[g.pin]], sd.axisCoef[0]
+	r0, r1 := 0, rows
+	for _, f := range g.rowForms {
+		x, c, b := rv[f]+segv[f], sd.forms[f].coef[o], sd.forms[f].bound
+		if c != 0 {
+			l, h := sd.bounds(x, c, b)
+			r0, r1 = max(r0, l), min(r1, h)
+		} else if x < 0 || x >= b {
+			return
+		}
+	}
+	c0, c1 := g.axLo[s], g.axHi[s]
+	if r0 >= r1 || c0 >= c1 {
+		return
+	}
+	if !g.contig {
+		for r := r0; r < r1; r++ {
+			axpy(acc[r*ein+c0:r*ein+c1], w, a, rv[0]+segv[0]+r*sd.forms[0].coef[o]+c0*st, st)
+		}
+		return
+	}
+	lo, hi := r0*ein+c0, (r1-1)*ein+c1
+	k := 0
+	for i := lo + c1 - c0; i < hi && c1-c0 < ein; i += ein {
+		for j := i; j < i+ein-(c1-c0); j++ {
+			kept[k] = acc[j]
+			k++
+		}
+	}
+	axpy(acc[lo:hi], w, a, rv[0]+segv[0]+lo*st, st)
+	k = 0
+	for i := lo + c1 - c0; i < hi && c1-c0 < ein; i += ein {
+		for j := i; j < i+ein-(c1-c0); j++ {
+			acc[j] = kept[k]
+			k++
 		}
 	}
 }

@@ -208,7 +208,9 @@ func (ap *affinePacker) run(fr *frame, cp *copier, val []int, a, b int, dst []fl
 		}
 		return
 	}
-	gatherF(d, buf.f32, off, st)
+	if st != 2 || !simdGather2(d, buf.f32, off) {
+		gatherF(d, buf.f32, off, st)
+	}
 }
 
 // packAffine is gemmOperand.pack for operands with an affine packer.
@@ -464,7 +466,9 @@ func (o *gemmOperand) packTaps(fr *frame, first, end func(int) int, val, pos, ru
 							seg[i] = b2f32(src.b[d[4]+delta+i*st])
 						}
 					} else {
-						gatherF(seg, src.f32, d[4]+delta, st)
+						if st != 2 || !simdGather2(seg, src.f32, d[4]+delta) {
+							gatherF(seg, src.f32, d[4]+delta, st)
+						}
 					}
 				}
 				clear(row[hi : at+d[1]])
