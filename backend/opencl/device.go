@@ -385,7 +385,15 @@ func (d *Device) Compile(g *tile.Graph) (backend.Executable, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	p, err := compile.Compile(g, d.Target())
+	// Compiled programs are cached (compile.CompileCached) unless the
+	// device caches no binaries either.
+	var p *kir.Program
+	var err error
+	if d.cache.dir != "" {
+		p, _, err = compile.CompileCached(g, d.Target(), "opencl "+d.info.Name+" "+d.info.DriverVersion+" "+d.cand.Platform.Version)
+	} else {
+		p, err = compile.Compile(g, d.Target())
+	}
 	if err != nil {
 		return nil, err
 	}

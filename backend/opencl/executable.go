@@ -95,7 +95,7 @@ func firstLine(s string) string {
 
 // load renders p with traits tr and loads it (start: when Load began).
 func (d *Device) load(p *kir.Program, tr traits, start time.Time) (*Executable, error) {
-	r, err := render(p, tr)
+	r, err := d.renderCached(p, tr)
 	if err != nil {
 		return nil, err
 	}
