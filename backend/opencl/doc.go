@@ -33,11 +33,15 @@
 //     dependent ones run as the stages of one work-group, so that a step
 //     makes few launches; the renderer writes what it decided
 //     (TARTAN_DEBUG=schedule prints it).
-//   - Building (device.go, render_shard.go, builder.go, cache.go): kernels
+//   - Building (device.go, render_shard.go, builder.go, cache.go,
+//     render_cache.go): rendered programs are cached by kir.Digest, traits
+//     and executable; kernels
 //     identical up to names are written once (their launches share the
 //     code); one program per executable, or, when helper processes are
 //     available, one per shard of its kernels, taken from a queue by the
-//     helpers as they become ready and by this process; binaries are
+//     helpers as they become ready (asked for before rendering a program
+//     not recorded as built, opening the device two at a time) and by
+//     this process; binaries are
 //     cached on disk under $XDG_CACHE_HOME/tartan/opencl keyed by the
 //     SHA-256 of source, device, driver and options, each with its size and
 //     digest, checked before the driver sees it (a damaged entry is

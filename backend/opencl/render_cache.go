@@ -1,8 +1,6 @@
 package opencl
 
 import (
-	"crypto/sha256"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +14,7 @@ import (
 // Rendered programs are cached beside the binaries they build into:
 // rendering a large training step takes longer than loading its cached
 // binaries (ResNet-20's 0.5–0.6 s on the H200 machine, against about 0.1 s
-// of loads). An entry is keyed by the program's exact encoding, the traits
+// of loads). An entry is keyed by the program's digest (kir.Digest), the traits
 // and the running executable (its path, size and modification time: another
 // build of Tartan may render differently), and is checked against the
 // program before use; a damaged one is removed and the program rendered
@@ -59,11 +57,8 @@ func (d *Device) renderKey(p *kir.Program, tr traits) string {
 	if d.cache.dir == "" || exe == "" || debugOn("kernels") || debugOn("schedule") {
 		return ""
 	}
-	h := sha256.New()
-	if err := gob.NewEncoder(h).Encode(p); err != nil {
-		return ""
-	}
-	return cacheKey("tartan-opencl-rendered-1", exe, string(h.Sum(nil)), fmt.Sprintf("%+v", tr), d.info.Name, d.info.DriverVersion)
+	sum := kir.Digest(p)
+	return cacheKey("tartan-opencl-rendered-1", exe, string(sum[:]), fmt.Sprintf("%+v", tr), d.info.Name, d.info.DriverVersion)
 }
 
 // executableID names the running executable's build, "" when it cannot
