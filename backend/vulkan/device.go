@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/tartanml/tartan/backend/vulkan/spirv"
 	"github.com/tartanml/tartan/backend/vulkan/vk"
 	"github.com/tartanml/tartan/compile"
+	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/tile"
 	"github.com/tartanml/tartan/tune"
 )
@@ -388,7 +390,15 @@ func (d *Device) Compile(g *tile.Graph) (backend.Executable, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	p, err := compile.Compile(g, d.Target())
+	// Compiled programs are cached (compile.CompileCached) unless the
+	// device caches no pipelines either.
+	var p *kir.Program
+	var err error
+	if d.cachePath != "" {
+		p, _, err = compile.CompileCached(g, d.Target(), "vulkan "+filepath.Base(d.cachePath))
+	} else {
+		p, err = compile.Compile(g, d.Target())
+	}
 	if err == nil {
 		p, err = tune.Prepare(p, d)
 	}
