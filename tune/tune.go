@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/tartanml/tartan/backend"
+	"github.com/tartanml/tartan/internal/debug"
 	"github.com/tartanml/tartan/kir"
 )
 
@@ -496,6 +497,14 @@ func Prepare(p *kir.Program, d Device) (*kir.Program, error) {
 			return nil, err
 		}
 	}
-	q, _ := Apply(p, d, c)
+	q, n := Apply(p, d, c)
+	if n > 0 && debug.On("schedule") {
+		// The compiler printed its schedule before these decisions.
+		for i, k := range q.Kernels {
+			if t := k.Schedule.Tiling; t != nil && p.Kernels[i].Schedule.Tiling == nil {
+				fmt.Fprintf(os.Stderr, "tune: kernel %s runs with tiling %s from the tuning cache %s (it replaces the cost model's choice)\n", k.Name, t.String(), c.path)
+			}
+		}
+	}
 	return q, nil
 }
