@@ -13,7 +13,8 @@
 //     and a typed view of it for every buffer; f16 and bf16 are stored as
 //     float32, booleans as bytes.
 //  2. Rewriting (rewrite.go): each kernel's expressions are simplified
-//     without changing any value (index values of loaded booleans,
+//     without changing any value (guards that the loop ranges and the
+//     Where conditions decide, index values of loaded booleans,
 //     comparisons of booleans with constants, constant selects) and
 //     hash-consed, so every subexpression is computed once.
 //  3. Analysis (space.go): index expressions are classified (affine and
