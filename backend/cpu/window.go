@@ -49,6 +49,22 @@ import (
 // aggregations are exact in float32 and an output point with no
 // contribution, or with a skipped load, gets 0. Work is split in blocks of
 // rows whose boundaries depend only on the kernel.
+//
+// Why it stays: measured on 2026-12-03 (AMD EPYC, 1 thread of 2 shared
+// cores, `tartan bench --suite --threads 1 --profile`, medians of 2
+// interleaved runs of 3 repeats), each form's kernels against the same
+// kernels on the loops executor (with rewriteKernel's guard dropping):
+//
+//	windowReduce    cnn k1 1.6 → 4.7 ms, stem k1 4.0 → 13.5, stemblock k7 3.6 → 9.6
+//	windowFirst     cnn k40 2.2 → 9.7, stem k16 5.3 → 35.7, stemblock k14 5.2 → 24.6
+//	windowRoute     cnn k41 1.8 → 6.5, cnn k36 0.56 → 1.10
+//	windowRouteSum  stemblock k15 2.9 → 7.8, k16 1.5 → 2.2, k17 1.7 → 3.4
+//
+// and whole training steps with every form off: cnn 22.8 → 36.0 ms, stem
+// 49.0 → 79.0, stemblock 50.5 → 118.4. The loops executor runs these
+// kernels' rows of one channel vector (32 lanes) with its per-chunk
+// overhead and, for windowFirst, evaluates the value condition lane by
+// lane as a general expression.
 type windowKernel struct {
 	form   windowForm
 	agg    tile.Agg // windowReduce: Max or Min
