@@ -9,7 +9,9 @@ import (
 
 // TestTinyEntriesTrain builds every entry at its tiny size, batch 2, on the
 // CPU and runs a few steps: every loss is finite, and the models' loss goes
-// down while they fit their one batch.
+// down while they fit their one batch. Eight steps, as at batch 2 the tiny
+// MobileNetV2's loss first rises for a few (to about 3 from 2.4) whatever
+// the order of its float32 sums, and where it is after five depends on it.
 func TestTinyEntriesTrain(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	dev := cpu.New()
@@ -22,7 +24,7 @@ func TestTinyEntriesTrain(t *testing.T) {
 			}
 			defer st.Close()
 			var losses []float64
-			for range 5 {
+			for range 8 {
 				l, err := st.Run()
 				if err != nil {
 					t.Fatal(err)

@@ -13,7 +13,8 @@
 //     and a typed view of it for every buffer; f16 and bf16 are stored as
 //     float32, booleans as bytes.
 //  2. Rewriting (rewrite.go): each kernel's expressions are simplified
-//     without changing any value (index values of loaded booleans,
+//     without changing any value (guards that the loop ranges and the
+//     Where conditions decide, index values of loaded booleans,
 //     comparisons of booleans with constants, constant selects) and
 //     hash-consed, so every subexpression is computed once.
 //  3. Analysis (space.go): index expressions are classified (affine and
@@ -26,12 +27,12 @@
 //     operands to package gemm directly and packs the others (pack.go:
 //     im2col with incremental offsets and merged copies), applying the
 //     Epilogue to the output rows while they are in cache (epilogue.go);
-//     products with at most four columns or rows go to gemv.go, which runs
-//     dot products in place over the intervals where every condition holds,
-//     or, when the sum is too short per run for dot products (a depthwise
-//     convolution), adds each reduction point's vector value times a run
-//     of the matrix to a run of outputs, across whole rows where the
-//     matrix continues from row to row (axpy form);
+//     products with at most four columns or rows whose sum is short on
+//     its innermost reduction variable (a channels-first depthwise
+//     convolution) go to gemv.go, which adds each reduction point's vector
+//     value times a run of the matrix, read in place over the interval
+//     where every condition holds, to a run of outputs, across whole rows
+//     where the matrix continues from row to row (axpy form);
 //     the kernels of max pooling over a channel-innermost layout (forward
 //     maximum, first-maximum positions, gradient routing, with or without
 //     a dropout on the routed cotangent, padded or overlapping windows) go

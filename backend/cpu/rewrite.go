@@ -13,6 +13,9 @@ import (
 // rewriter simplifies a kernel's expressions before they are compiled, with
 // rewrites that never change a value:
 //
+//   - a select whose condition on index values the loop ranges and the
+//     affine Where conditions already decide is its chosen branch (see
+//     implier);
 //   - an index value of a loaded integer or boolean (i64(int(e))) is the
 //     value itself, cast;
 //   - a comparison of a value of known small integer range (a boolean, a
@@ -48,13 +51,30 @@ func rewriteWith(r *rewriter, k *kir.Kernel) *kir.Kernel {
 	for i, c := range k.Where {
 		out.Where[i] = kir.Cond{X: r.ix(c.X), Bound: c.Bound}
 	}
-	out.Body = r.expr(k.Body)
+	// Guards that the loop ranges and the affine Where conditions decide
+	// go first (see implier): the body and a condition on a value are
+	// evaluated only where every Where condition holds, the epilogue at
+	// every output point.
+	im := implier{ranges: r.vars}
+	for _, c := range k.Where {
+		if ixVars(c.X, map[int]bool{}) {
+			im.where = append(im.where, c)
+		}
+	}
+	for i, c := range k.Where {
+		if c.X.Op == kir.IxValue {
+			if e := im.simplify(c.X.E); e != c.X.E {
+				out.Where[i] = kir.Cond{X: r.ix(&kir.Ix{Op: kir.IxValue, E: e}), Bound: c.Bound}
+			}
+		}
+	}
+	out.Body = r.expr(im.simplify(k.Body))
 	if k.Epilogue != nil {
-		out.Epilogue = r.expr(k.Epilogue)
+		out.Epilogue = r.expr((&implier{ranges: r.vars}).simplify(k.Epilogue))
 	}
 	if v := k.Schedule.GEMM; v != nil {
 		nv := *v
-		nv.A, nv.B = r.memo[v.A], r.memo[v.B]
+		nv.A, nv.B = r.expr(im.simplify(v.A)), r.expr(im.simplify(v.B))
 		out.Schedule.GEMM = &nv
 		if nv.A == nil || nv.B == nil || out.Body.Op != kir.Apply || len(out.Body.Args) != 2 ||
 			nv.A != out.Body.Args[0] && nv.A != out.Body.Args[1] || nv.B != out.Body.Args[0] && nv.B != out.Body.Args[1] {
@@ -390,4 +410,204 @@ func (r *rewriter) ixKey(x *kir.Ix) string {
 		return "int(" + r.keyOf(x.E) + ")"
 	}
 	return x.String()
+}
+
+// implier drops from a kernel's expressions the guards that the loop
+// ranges and the affine Where conditions already decide: a select(c, X, Y)
+// whose condition c holds at every point where those conditions hold is X
+// there, provided Y has no Skip load (whose being out of range would skip
+// the point). Padded pooling wraps its window value in such a guard,
+// select(i64(2·y + k) ≥ 0 && i64(2·y + k) < H, V, 0), which repeats the
+// kernel's own bounds; without it the value is one load and a ReLU.
+type implier struct {
+	ranges []kir.Range
+	where  []kir.Cond // the affine Where conditions
+}
+
+// maxImpliedPoints bounds the points implied enumerates for one conjunct.
+const maxImpliedPoints = 1 << 16
+
+// simplify returns e without its decided guards; it returns e itself when
+// it has none, and never changes the value e has at a point where every
+// Where condition holds.
+func (m *implier) simplify(e *kir.Expr) *kir.Expr {
+	if e.Op == kir.Apply && e.Fn == tile.Select && len(e.Args) == 3 && !hasSkip(e.Args[2]) &&
+		m.implied(e.Args[0]) {
+		return m.simplify(e.Args[1])
+	}
+	if e.Op != kir.Apply && e.Op != kir.Cast {
+		return e
+	}
+	var args []*kir.Expr
+	for i, a := range e.Args {
+		if s := m.simplify(a); s != a {
+			if args == nil {
+				args = append([]*kir.Expr(nil), e.Args...)
+			}
+			args[i] = s
+		}
+	}
+	if args == nil {
+		return e
+	}
+	out := *e
+	out.Args = args
+	return &out
+}
+
+// implied reports whether condition c, built of index values and constants,
+// is nonzero at every point of the loop ranges where the affine Where
+// conditions hold. A conjunction is decided one conjunct at a time; each
+// conjunct by enumerating the ranges of the variables it uses, under the
+// Where conditions that use only those variables (the others can only
+// remove points).
+func (m *implier) implied(c *kir.Expr) bool {
+	if c.Op == kir.Apply && c.Fn == tile.And && len(c.Args) == 2 {
+		return m.implied(c.Args[0]) && m.implied(c.Args[1])
+	}
+	used := map[int]bool{}
+	if !indexVars(c, used) {
+		return false
+	}
+	var vars []int
+	points := 1
+	for v := range used {
+		n := m.ranges[v].Hi - m.ranges[v].Lo + 1
+		if n <= 0 || points > maxImpliedPoints/n {
+			return false
+		}
+		points *= n
+		vars = append(vars, v)
+	}
+	var conds []kir.Cond
+	for _, wc := range m.where {
+		seen := map[int]bool{}
+		ixVars(wc.X, seen)
+		inside := true
+		for v := range seen {
+			inside = inside && used[v]
+		}
+		if inside {
+			conds = append(conds, wc)
+		}
+	}
+	vals := make([]int, len(m.ranges))
+	for _, v := range vars {
+		vals[v] = m.ranges[v].Lo
+	}
+	for {
+		hold := true
+		for _, wc := range conds {
+			if x := kir.EvalIx(wc.X, vals, nil); x < 0 || x >= wc.Bound {
+				hold = false
+				break
+			}
+		}
+		if hold {
+			if x, ok := indexExprValue(c, vals); !ok || x == 0 {
+				return false
+			}
+		}
+		// Next point, the last variable fastest.
+		i := len(vars) - 1
+		for ; i >= 0; i-- {
+			v := vars[i]
+			if vals[v]++; vals[v] <= m.ranges[v].Hi {
+				break
+			}
+			vals[v] = m.ranges[v].Lo
+		}
+		if i < 0 {
+			return true
+		}
+	}
+}
+
+// indexVars adds to seen the loop variables e uses, and reports whether e
+// is built only of constants, index values of affine indices, casts,
+// comparisons, logical operators, and integer addition, subtraction and
+// multiplication (indexExprValue's nodes).
+func indexVars(e *kir.Expr, seen map[int]bool) bool {
+	switch e.Op {
+	case kir.Const:
+		return true
+	case kir.IndexValue:
+		return len(e.Index) == 1 && ixVars(e.Index[0], seen)
+	case kir.Cast, kir.Apply:
+		if e.Op == kir.Apply {
+			switch e.Fn {
+			case tile.Eq, tile.Ne, tile.Lt, tile.Le, tile.Gt, tile.Ge, tile.And, tile.Or, tile.Not:
+			case tile.Add, tile.Sub, tile.Mul:
+				if !e.DType.IsInt() {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		for _, a := range e.Args {
+			if !indexVars(a, seen) {
+				return false
+			}
+		}
+		return len(e.Args) > 0
+	}
+	return false
+}
+
+// indexExprValue evaluates e, an expression indexVars accepts, at the loop
+// values vals with kir.Interpret's rules: every node's value rounded to its
+// dtype.
+func indexExprValue(e *kir.Expr, vals []int) (float64, bool) {
+	switch e.Op {
+	case kir.Const:
+		return tile.RoundTo(e.DType, e.Value), true
+	case kir.IndexValue:
+		return tile.RoundTo(e.DType, float64(kir.EvalIx(e.Index[0], vals, nil))), true
+	}
+	var a, b float64
+	var ok bool
+	if a, ok = indexExprValue(e.Args[0], vals); !ok {
+		return 0, false
+	}
+	if e.Op == kir.Cast {
+		return tile.RoundTo(e.DType, a), true
+	}
+	if e.Fn == tile.Not {
+		return b2f(a == 0), len(e.Args) == 1
+	}
+	if len(e.Args) != 2 {
+		return 0, false
+	}
+	if b, ok = indexExprValue(e.Args[1], vals); !ok {
+		return 0, false
+	}
+	var r float64
+	switch e.Fn {
+	case tile.Eq:
+		r = b2f(a == b)
+	case tile.Ne:
+		r = b2f(a != b)
+	case tile.Lt:
+		r = b2f(a < b)
+	case tile.Le:
+		r = b2f(a <= b)
+	case tile.Gt:
+		r = b2f(a > b)
+	case tile.Ge:
+		r = b2f(a >= b)
+	case tile.And:
+		r = b2f(a != 0 && b != 0)
+	case tile.Or:
+		r = b2f(a != 0 || b != 0)
+	case tile.Add:
+		r = a + b
+	case tile.Sub:
+		r = a - b
+	case tile.Mul:
+		r = a * b
+	default:
+		return 0, false
+	}
+	return tile.RoundTo(e.DType, r), true
 }
