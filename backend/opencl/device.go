@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tartanml/tartan/backend"
@@ -499,7 +500,10 @@ func (d *Device) buildProgram(name string, r *rendered) ([]*cl.Program, error) {
 	work := make(chan int, r.Shards)
 	for s := range progs {
 		opts[s] = fmt.Sprintf("%s -D TT_SHARD=%d", buildOptions, s)
-		if progs[s] = d.fromCache(d.programKey(r.Source, opts[s]), opts[s]); progs[s] == nil {
+	}
+	eachShard(len(progs), func(s int) { progs[s] = d.fromCache(d.programKey(r.Source, opts[s]), opts[s]) })
+	for s, p := range progs {
+		if p == nil {
 			work <- s
 		}
 	}
@@ -539,20 +543,19 @@ func (d *Device) buildProgram(name string, r *rendered) ([]*cl.Program, error) {
 		close(done)
 	}
 	wg.Wait()
-	helped := 0
-	for s, bin := range bins {
-		if bin == nil {
-			continue
+	var helped atomic.Int32
+	eachShard(len(bins), func(s int) {
+		if bin := bins[s]; bin != nil {
+			if p, err := d.fromBinary(bin, opts[s]); err == nil {
+				progs[s] = p
+				d.cache.put(d.programKey(r.Source, opts[s]), bin)
+				helped.Add(1)
+			}
 		}
-		if p, err := d.fromBinary(bin, opts[s]); err == nil {
-			progs[s] = p
-			d.cache.put(d.programKey(r.Source, opts[s]), bin)
-			helped++
-		}
-	}
+	})
 	if missing > 0 {
 		how = fmt.Sprintf("%d kernels for %d launches compiled in %d shards (%d by helper processes, %d here) in %.3f s,",
-			r.distinct(), len(r.Launches), missing, helped, here, time.Since(start).Seconds())
+			r.distinct(), len(r.Launches), missing, helped.Load(), here, time.Since(start).Seconds())
 	}
 	for s, p := range progs {
 		if p != nil {
@@ -573,6 +576,24 @@ func (d *Device) buildProgram(name string, r *rendered) ([]*cl.Program, error) {
 	}
 	debugBuild(name, how, len(r.Source), start)
 	return progs, nil
+}
+
+// eachShard runs f for shards 0 to n-1, several at once: loading a
+// binary is mostly the driver's work, and OpenCL's calls other than
+// clSetKernelArg may be made from several threads.
+func eachShard(n int, f func(s int)) {
+	var wg sync.WaitGroup
+	next := atomic.Int32{}
+	for range min(n, 8) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := int(next.Add(1)) - 1; s < n; s = int(next.Add(1)) - 1 {
+				f(s)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func debugBuild(name, how string, size int, start time.Time) {
