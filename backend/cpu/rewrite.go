@@ -584,18 +584,8 @@ func indexExprValue(e *kir.Expr, vals []int) (float64, bool) {
 	}
 	var r float64
 	switch e.Fn {
-	case tile.Eq:
-		r = b2f(a == b)
-	case tile.Ne:
-		r = b2f(a != b)
-	case tile.Lt:
-		r = b2f(a < b)
-	case tile.Le:
-		r = b2f(a <= b)
-	case tile.Gt:
-		r = b2f(a > b)
-	case tile.Ge:
-		r = b2f(a >= b)
+	case tile.Eq, tile.Ne, tile.Lt, tile.Le, tile.Gt, tile.Ge:
+		r = b2f(compare(e.Fn, a, b))
 	case tile.And:
 		r = b2f(a != 0 && b != 0)
 	case tile.Or:
