@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,6 +224,7 @@ type countingDevice struct {
 	keep  int
 	bad   bool
 	fast  []kir.Tiling
+	mu    sync.Mutex // the tuner loads candidates from several goroutines
 	loads []*kir.Program
 }
 
@@ -249,7 +251,9 @@ func (c *countingDevice) TuneSpace(p *kir.Program, k int) (kir.Tiling, []kir.Til
 }
 
 func (c *countingDevice) LoadProgram(p *kir.Program) (backend.Executable, error) {
+	c.mu.Lock()
 	c.loads = append(c.loads, p)
+	c.mu.Unlock()
 	e, err := c.Device.Load(p)
 	if err != nil {
 		return nil, err
