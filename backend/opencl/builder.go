@@ -1,7 +1,6 @@
 package opencl
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -286,8 +285,8 @@ func (d *Device) prestart(p *kir.Program) func(ok bool) {
 	}
 	start, key := time.Now(), ""
 	if d.cache.dir != "" {
-		sum := sha256.Sum256([]byte(p.String()))
-		key = cacheKey("tartan-opencl-built-1", string(sum[:]), d.info.Name, d.info.DriverVersion, d.cand.Platform.Version)
+		sum := d.digest(p)
+		key = cacheKey("tartan-opencl-built-2", string(sum[:]), d.info.Name, d.info.DriverVersion, d.cand.Platform.Version)
 		if d.cache.get(key) != nil {
 			return func(bool) {}
 		}

@@ -172,6 +172,11 @@ type Device struct {
 	mmaWhy  string
 
 	builders builderPool
+	// digestOf and digestSum memoise kir.Digest of the program being
+	// loaded, which the render cache and the build record both key on.
+	digestMu  sync.Mutex
+	digestOf  *kir.Program
+	digestSum [32]byte
 
 	mu     sync.Mutex
 	lost   error

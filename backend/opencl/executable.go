@@ -71,6 +71,7 @@ func (d *Device) Load(p *kir.Program) (*Executable, error) {
 		return nil, fmt.Errorf("opencl: %w", err)
 	}
 	start := time.Now()
+	defer d.forgetDigest(p) // p may change once loaded
 	loaded := d.prestart(p)
 	tr := d.traits(p)
 	e, err := d.load(p, tr, start)

@@ -57,8 +57,28 @@ func (d *Device) renderKey(p *kir.Program, tr traits) string {
 	if d.cache.dir == "" || exe == "" || debugOn("kernels") || debugOn("schedule") {
 		return ""
 	}
-	sum := kir.Digest(p)
+	sum := d.digest(p)
 	return cacheKey("tartan-opencl-rendered-1", exe, string(sum[:]), fmt.Sprintf("%+v", tr), d.info.Name, d.info.DriverVersion)
+}
+
+// digest returns kir.Digest(p), computed once while p is being loaded
+// (Load forgets it at its end).
+func (d *Device) digest(p *kir.Program) [32]byte {
+	d.digestMu.Lock()
+	defer d.digestMu.Unlock()
+	if d.digestOf != p {
+		d.digestOf, d.digestSum = p, kir.Digest(p)
+	}
+	return d.digestSum
+}
+
+// forgetDigest drops the memoised digest of p.
+func (d *Device) forgetDigest(p *kir.Program) {
+	d.digestMu.Lock()
+	defer d.digestMu.Unlock()
+	if d.digestOf == p {
+		d.digestOf = nil
+	}
 }
 
 // executableID names the running executable's build, "" when it cannot
