@@ -567,7 +567,7 @@ func encodeOp(w keyWriter, op tile.Op) {
 			rev = 1
 		}
 		w.ints(op.Steps, rev, op.Next().ID())
-	case *tile.ReshapeOp, *tile.BroadcastOp, *tile.CastOp:
+	case *tile.ReshapeOp, *tile.BroadcastOp, *tile.CastOp, *tile.StopGradientOp:
 	default:
 		w.str(fmt.Sprintf("%T %+v", op, op))
 	}

@@ -137,6 +137,10 @@ func TestOpGradientsMatchReference(t *testing.T) {
 			y := op.Conv2D(g, x, k, op.ConvOptions{Padding: op.Same})
 			return op.MaxPool2D(g, y, op.PoolOptions{Size: []int{3}, Strides: []int{2}, Padding: op.Same})
 		}},
+		{"conv_batchnorm_training", func(g *tile.Graph, x, k *tile.Tensor) *tile.Tensor {
+			y, _, _ := op.BatchNorm(g, op.Conv2D(g, x, k, op.ConvOptions{}), nil, nil, nil, nil, true, 1e-3)
+			return y
+		}},
 		{"avgpool", func(g *tile.Graph, x, k *tile.Tensor) *tile.Tensor {
 			return op.AvgPool2D(g, op.Conv2D(g, x, k, op.ConvOptions{}), op.PoolOptions{Size: []int{2}, Padding: op.Same})
 		}},
@@ -161,5 +165,34 @@ func TestOpGradientsMatchReference(t *testing.T) {
 			g.SetOutput("dk", grads[1])
 			checkAgainstRef(t, g, testTarget, 9, 3, 1, 1e-9)
 		})
+	}
+}
+
+// TestBatchNormGradientPasses checks the kernels of a training batch norm's
+// input gradient: the normalised output and the input gradient are the only
+// kernels that write a tensor of the input's size. The variance's
+// derivative with respect to the mean is zero (op.BatchNorm stops it), so
+// no x-sized term is written only to be summed back to zero.
+func TestBatchNormGradientPasses(t *testing.T) {
+	g := tile.NewGraph("bn")
+	x := g.Input("x", tile.Float32, s(8, 4, 4, 3))
+	gamma := g.Input("gamma", tile.Float32, s(3))
+	y, _, _ := op.BatchNorm(g, x, gamma, nil, nil, nil, true, 1e-3)
+	r := g.Input("r", tile.Float32, y.Shape())
+	grads, err := grad.Grad(g, op.Sum(g, g.Mul(y, r), nil, false), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetOutput("y", y)
+	g.SetOutput("dx", grads[0])
+	p := checkAgainstRef(t, g, testTarget, 5, 3, 1, 1e-4)
+	var full []string
+	for _, k := range p.Kernels {
+		if p.Buffers[k.Out].Size() == x.Size() {
+			full = append(full, k.Name)
+		}
+	}
+	if len(full) != 2 {
+		t.Errorf("%d kernels write x-sized tensors (%v), want 2 (y and dx)", len(full), full)
 	}
 }

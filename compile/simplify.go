@@ -259,7 +259,7 @@ func constValue(n *node) (float64, bool) {
 			}
 		}
 		return d[0], true
-	case *tile.BroadcastOp, *tile.ReshapeOp:
+	case *tile.BroadcastOp, *tile.ReshapeOp, *tile.StopGradientOp:
 		return constValue(n.args[0])
 	}
 	return 0, false
@@ -312,7 +312,7 @@ func identity(n *node, args []*node) *node {
 				return same(args[1])
 			}
 		}
-	case *tile.CastOp, *tile.ReshapeOp, *tile.BroadcastOp:
+	case *tile.CastOp, *tile.ReshapeOp, *tile.BroadcastOp, *tile.StopGradientOp:
 		return same(args[0])
 	case *tile.ConcatOp:
 		if len(args) == 1 {

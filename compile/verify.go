@@ -161,6 +161,14 @@ func verifyNode(g *tile.Graph, i int, t *tile.Tensor) error {
 			return err
 		}
 		return sameShape()
+	case *tile.StopGradientOp:
+		if err := nargs(1); err != nil {
+			return err
+		}
+		if args[0].DType() != t.DType() {
+			return fmt.Errorf("result dtype %v, want %v", t.DType(), args[0].DType())
+		}
+		return sameShape()
 	case *tile.ContractionOp:
 		return verifyContraction(op, t, args)
 	case *tile.ReshapeOp:

@@ -312,7 +312,7 @@ func findPath(nodes []*tile.Tensor, ys, xs []*tile.Tensor) []bool {
 // silently returning a zero gradient.
 func diffArgs(t *tile.Tensor) []int {
 	switch op := t.Op().(type) {
-	case *tile.InputOp, *tile.VariableOp, *tile.ConstantOp, *tile.IotaOp, *tile.RandomOp:
+	case *tile.InputOp, *tile.VariableOp, *tile.ConstantOp, *tile.IotaOp, *tile.RandomOp, *tile.StopGradientOp:
 		return nil
 	case *tile.ContractionOp:
 		return contractionDiffArgs(op)

@@ -210,3 +210,36 @@ func TestSecondOrderFiniteDifferences(t *testing.T) {
 	}
 	runFD(t, cases)
 }
+
+// TestStopGradient checks by hand that no derivative flows through
+// StopGradient: for y = Σ x·sg(x) + sg(x)², dy/dx is sg(x) = x, where
+// without the stop it would be 2x + 2x; and Σ sg(x) has a zero gradient.
+func TestStopGradient(t *testing.T) {
+	g := tile.NewGraph("stop")
+	x := g.Input("x", tile.Float64, tile.Shape{3})
+	s := g.StopGradient(x)
+	sum := func(e *tile.Tensor) *tile.Tensor {
+		return g.Contract(tile.Sum, tile.CombNone, tile.Shape{}, nil, []tile.Operand{{Tensor: e, Index: []tile.Affine{tile.Ix("i")}}})
+	}
+	gy, err := Grad(g, sum(g.Add(g.Mul(x, s), g.Mul(s, s))), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, err := Grad(g, sum(s), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ref.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := m.Eval(map[string]*tile.Value{"x": value(t, tile.Float64, tile.Shape{3}, 1, -2, 0.5)}, gy[0], s, gz[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][]float64{{1, -2, 0.5}, {1, -2, 0.5}, {0, 0, 0}} {
+		if !sameValues(vals[i].Data, want, 0) {
+			t.Errorf("value %d (d/dx of y, sg(x), d/dx of Σ sg(x)) = %v, want %v", i, vals[i].Data, want)
+		}
+	}
+}

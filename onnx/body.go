@@ -345,6 +345,8 @@ func (b *batcher) node(n *tile.Tensor) (*tile.Tensor, bool) {
 		return g.Elementwise(op.Fn, args...), true
 	case *tile.CastOp:
 		return g.Cast(args[0], n.DType()), true
+	case *tile.StopGradientOp:
+		return g.StopGradient(args[0]), true
 	case *tile.ContractionOp:
 		step := b.freshIndex(op)
 		out := append([]tile.Affine{tile.Ix(step)}, op.Out...)
@@ -402,6 +404,8 @@ func (b *batcher) same(n *tile.Tensor, args []*tile.Tensor) *tile.Tensor {
 		return g.Elementwise(op.Fn, args...)
 	case *tile.CastOp:
 		return g.Cast(args[0], n.DType())
+	case *tile.StopGradientOp:
+		return g.StopGradient(args[0])
 	case *tile.ContractionOp:
 		operands := make([]tile.Operand, len(args))
 		for i, a := range args {

@@ -52,8 +52,7 @@ func BatchNorm(g *tile.Graph, x, gamma, beta, movingMean, movingVar *tile.Tensor
 	}
 	if training {
 		mean = Mean(g, x, axes, false)
-		d := g.Sub(x, mean)
-		variance = Mean(g, g.Mul(d, d), axes, false)
+		variance = centredMeanSquare(g, x, mean, axes, false)
 	} else {
 		mean, variance = movingMean, movingVar
 	}
@@ -107,9 +106,20 @@ func LayerNorm(g *tile.Graph, x, gamma, beta *tile.Tensor, axis int, epsilon flo
 		beta = params[0]
 	}
 	mean := Mean(g, x, []int{ax}, true)
-	d := g.Sub(x, mean)
-	variance := Mean(g, g.Mul(d, d), []int{ax}, true)
+	variance := centredMeanSquare(g, x, mean, []int{ax}, true)
 	return affineNorm(g, x, mean, variance, gamma, beta, epsilon)
+}
+
+// centredMeanSquare returns the biased variance mean((x − mean)²) over axes,
+// mean being x's mean over them. Its derivative with respect to mean,
+// −2·mean(x − mean), is zero, so mean enters through StopGradient: the
+// gradient is the same, but its graph leaves out a term that is zero only
+// after a sum over the whole input (a pass over memory to write it and one
+// to sum it back, for every normalisation of a training step), which is the
+// gradient PyTorch's and cuDNN's batch-norm backward compute.
+func centredMeanSquare(g *tile.Graph, x, mean *tile.Tensor, axes []int, keepDims bool) *tile.Tensor {
+	d := g.Sub(x, g.StopGradient(mean))
+	return Mean(g, g.Mul(d, d), axes, keepDims)
 }
 
 // affineNorm returns gamma·(x − mean)/√(variance + epsilon) + beta, with the

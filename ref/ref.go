@@ -281,7 +281,7 @@ func (m *Machine) node(t *tile.Tensor, args []*tile.Value, feeds map[string]*til
 		copy(out.Data, args[0].Data)
 	case *tile.ContractionOp:
 		return out, contract(op, args, out)
-	case *tile.ReshapeOp:
+	case *tile.ReshapeOp, *tile.StopGradientOp:
 		copy(out.Data, args[0].Data)
 	case *tile.TransposeOp:
 		forEach(out.Shape, func(pos int, idx []int) {

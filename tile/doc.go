@@ -15,7 +15,9 @@
 //     contribution are zero.
 //   - Elementwise: arithmetic, comparisons, select and the usual transcendental
 //     functions over operands of one shape (the builder inserts explicit
-//     Broadcast nodes for NumPy broadcasting), and Cast.
+//     Broadcast nodes for NumPy broadcasting), Cast, and StopGradient (the
+//     operand unchanged, with no derivative through it; the compiler removes
+//     it).
 //   - Shape ops: Reshape, Transpose, Slice, Concat, Pad, Broadcast, Gather,
 //     ScatterAdd and Iota.
 //   - Recurrence: the state sequence of a loop over the leading (time) axis,

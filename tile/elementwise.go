@@ -228,3 +228,22 @@ func (g *Graph) Cast(x *Tensor, dt DType) *Tensor {
 	}
 	return g.add(&CastOp{}, dt, x.shape, x)
 }
+
+// StopGradientOp passes its operand through unchanged; differentiation
+// treats it as a constant (no derivative flows through it), as
+// tf.stop_gradient, jax.lax.stop_gradient and PyTorch's detach do.
+type StopGradientOp struct{}
+
+// Kind implements Op.
+func (*StopGradientOp) Kind() string { return "stop_gradient" }
+
+// StopGradient returns x's values, through which package grad propagates
+// no derivative: the gradient of anything computed from the result
+// ignores how x depends on its own inputs. The compiler removes the node;
+// it costs nothing at run time.
+func (g *Graph) StopGradient(x *Tensor) *Tensor {
+	if !g.check("stop_gradient", x) {
+		return g.invalid()
+	}
+	return g.add(&StopGradientOp{}, x.dtype, x.shape, x)
+}

@@ -511,6 +511,8 @@ func (p *parser) expression(g *Graph, ref func(what string) *Tensor) *Tensor {
 		x := tensor()
 		comma()
 		t = g.Cast(x, p.dtype())
+	case "stop_gradient":
+		t = g.StopGradient(tensor())
 	case "reshape":
 		x := tensor()
 		comma()

@@ -87,6 +87,8 @@ func printNode(b *strings.Builder, t *Tensor, ref func(*Tensor) string) {
 		b.WriteByte('\n')
 	case *CastOp:
 		call(t.dtype.String())
+	case *StopGradientOp:
+		call()
 	case *ReshapeOp, *BroadcastOp:
 		call(t.shape.String())
 	case *TransposeOp:

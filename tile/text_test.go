@@ -116,6 +116,7 @@ var roundTripGraphs = []struct {
 		seed := g.Input("seed", tile.Int64, tile.Shape{})
 		g.Cast(x, tile.Float64)
 		g.Cast(x, tile.Bool)
+		g.StopGradient(x)
 		r := g.Reshape(x, tile.Shape{-1, 4})
 		g.Transpose(x, []int{2, 0, 1})
 		g.Slice(x, []int{0, 1, 0}, []int{2, 3, 4}, []int{1, 1, 3})
