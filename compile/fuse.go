@@ -27,6 +27,7 @@ type fusion struct {
 	hosted, root []int
 	cost         []int
 	special      []bool // outputs and update values
+	onCycle      []bool // nodes on a recurrence's cycle (cycleNodes)
 }
 
 // fuse is pass 4's decision half (emit.go builds the kernels). Its rules:
@@ -42,7 +43,10 @@ type fusion struct {
 //     contractions without reduction loops) is inlined into its consumers'
 //     expressions when it is read once (one argument of one consumer), or
 //     when its inlined expression costs at most cheapCost (recomputed at each
-//     use); otherwise it is stored. Counting every use keeps inlined
+//     use); otherwise it is stored. A node of at least smallChainCost that a
+//     consumer broadcasts to 8 or more times its size is stored, so that it
+//     is computed once per element of its own (except on a recurrence's
+//     cycle, whose kernels read only their own step). Counting every use keeps inlined
 //     expressions small: y = y·y repeated does not double them each time.
 //   - The operands of a scatter_add are stored, and a scatter_add hosts no
 //     epilogue, so that its kernel has the indexed form of kir.ScatterView.
@@ -142,6 +146,8 @@ func fuse(g *graph, nests []*nest) *fusion {
 		switch {
 		case gemmUse && !f.pureView(x):
 			f.mat[x.id] = true
+		case f.cost[x.id] >= smallChainCost && !f.onCycle[x.id] && f.broadcastInto(x):
+			f.mat[x.id] = true
 		case f.uses[x.id] <= 1:
 		case f.cost[x.id] <= cheapCost:
 		default:
@@ -149,6 +155,36 @@ func fuse(g *graph, nests []*nest) *fusion {
 		}
 	}
 	return f
+}
+
+// smallChainCost is the inlined-expression cost from which a node that a
+// much larger consumer reads through a broadcast is stored (see
+// broadcastInto).
+const smallChainCost = 2
+
+// broadcastInto reports whether some consumer of x broadcasts it to at
+// least 8 times as many points (a broadcast, or a contraction without
+// reduction loops): inlined there, x's expression would be computed once
+// per point of the consumer instead of once per element of x (a
+// normalisation's per-channel factors, recomputed for every pixel).
+func (f *fusion) broadcastInto(x *node) bool {
+	for _, c := range f.consumers[x.id] {
+		if c.shape.Size() < 8*max(x.shape.Size(), 1) {
+			continue
+		}
+		switch c.op.(type) {
+		case *tile.BroadcastOp:
+			return true
+		case *tile.ContractionOp:
+			// Without reduction loops, a contraction with more points than
+			// its operand reads each element several times (gradients
+			// write broadcasts so).
+			if ns := f.nests[c.id]; ns != nil && len(ns.reduce) == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func elementwiseLike(n *node) bool {
@@ -244,6 +280,7 @@ func (f *fusion) ixCost(x *kir.Ix) int {
 func (f *fusion) protectCycles() {
 	g := f.g
 	onCycle := cycleNodes(g)
+	f.onCycle = onCycle
 	var protect func(a *node)
 	protect = func(a *node) {
 		switch {

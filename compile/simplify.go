@@ -24,11 +24,14 @@ import (
 //   - folds a node whose arguments are all constants and whose result is
 //     small (at most foldLimit elements) into a constant, by compiling and
 //     interpreting it (fold.go);
+//   - takes the factors that are constant along a sum out of it
+//     (factor.go), so that sums differing only by such factors merge;
 //   - merges it with an identical earlier node (same op, parameters,
 //     arguments, dtype and shape; constants with the same contents), which
 //     removes the duplicates that differentiation produces.
 //
-// Identities hold exactly, except that x+0 turns a -0 into +0.
+// Identities hold exactly, except that x+0 turns a -0 into +0; factoring
+// reassociates a sum's rounding.
 func simplify(g *graph, st *stats) (*graph, error) {
 	s := &simplifier{out: &graph{name: g.name}, byKey: map[string][]*node{}, st: st}
 	live := liveNodes(g)
@@ -146,6 +149,9 @@ func (s *simplifier) rewrite(n *node, args []*node) (*node, error) {
 		s.st.folded++
 		c := &node{op: &tile.ConstantOp{Value: v}, dtype: n.dtype, shape: n.shape, src: n.src}
 		return s.intern(c, nil), nil
+	}
+	if r := s.factorSum(n, args); r != nil {
+		return r, nil
 	}
 	c := &node{op: n.op, args: args, dtype: n.dtype, shape: n.shape, src: n.src}
 	return s.intern(c, args), nil
