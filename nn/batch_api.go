@@ -47,10 +47,11 @@ func (m *Model) onBatch(what string, kind progKind, prefix string, xs, ys []*Arr
 	if len(ys) == 0 || len(ys) == 1 && ys[0] == nil {
 		return nil, fmt.Errorf("nn: %s %q: no targets", what, m.name)
 	}
-	inputs, n, err := m.batchData(what, xs, ys)
+	inputs, n, b, err := m.batchData(what, xs, ys)
 	if err != nil {
 		return nil, err
 	}
+	defer m.giveBatches(b)
 	p, err := m.program(progKey{kind, n})
 	if err != nil {
 		return nil, err
@@ -88,10 +89,11 @@ func (m *Model) PredictOnBatchMulti(xs []*Array) ([]*Array, error) {
 	if len(m.inputs) == 1 && len(m.outputs) == 1 {
 		what = "PredictOnBatch"
 	}
-	inputs, n, err := m.batchData(what, xs, nil)
+	inputs, n, b, err := m.batchData(what, xs, nil)
 	if err != nil {
 		return nil, err
 	}
+	defer m.giveBatches(b)
 	pers := m.outputSizes()
 	if err := checkBatchBuffers(what, n, 1, sum(pers), 0); err != nil {
 		return nil, err
@@ -114,24 +116,25 @@ func (m *Model) PredictOnBatchMulti(xs []*Array) ([]*Array, error) {
 }
 
 // batchData checks a batch as Fit checks its samples (ys nil: inputs only)
-// and returns the step's inputs bound under their graph names, and the
-// number of samples. Counts of arrays and of samples that do not match
+// and returns the step's inputs bound under their graph names, the number
+// of samples, and the batch buffers holding them (hand them back with
+// giveBatches once the step has run). Counts of arrays and of samples that do not match
 // the model are named by input and output.
-func (m *Model) batchData(what string, xs, ys []*Array) (map[string]any, int, error) {
+func (m *Model) batchData(what string, xs, ys []*Array) (map[string]any, int, *batch, error) {
 	targets := ys != nil
 	if len(xs) == 0 || len(xs) == 1 && xs[0] == nil {
-		return nil, 0, fmt.Errorf("nn: %s %q: no inputs", what, m.name)
+		return nil, 0, nil, fmt.Errorf("nn: %s %q: no inputs", what, m.name)
 	}
 	if len(xs) != len(m.inputs) {
-		return nil, 0, fmt.Errorf("nn: %s %q: %s given, but the model takes %s", what, m.name, countNoun(len(xs), "input array"), m.inputList())
+		return nil, 0, nil, fmt.Errorf("nn: %s %q: %s given, but the model takes %s", what, m.name, countNoun(len(xs), "input array"), m.inputList())
 	}
 	if targets && m.comp != nil && len(ys) != len(m.comp.heads) {
-		return nil, 0, fmt.Errorf("nn: %s %q: %s given, but the model has %s (%s), each needing one", what, m.name, countNoun(len(ys), "target array"), countNoun(len(m.comp.heads), "output"), quotedList(m.OutputNames()))
+		return nil, 0, nil, fmt.Errorf("nn: %s %q: %s given, but the model has %s (%s), each needing one", what, m.name, countNoun(len(ys), "target array"), countNoun(len(m.comp.heads), "output"), quotedList(m.OutputNames()))
 	}
 	names := m.InputNames()
 	for k, x := range xs {
 		if x == nil {
-			return nil, 0, fmt.Errorf("nn: %s %q: the array of input %q is nil", what, m.name, names[k])
+			return nil, 0, nil, fmt.Errorf("nn: %s %q: the array of input %q is nil", what, m.name, names[k])
 		}
 	}
 	var s MultiSamples
@@ -150,7 +153,7 @@ func (m *Model) batchData(what string, xs, ys []*Array) (map[string]any, int, er
 		outs := m.OutputNames()
 		for k, y := range ys {
 			if y == nil {
-				return nil, 0, fmt.Errorf("nn: %s %q: the target array of output %q is nil", what, m.name, outs[k])
+				return nil, 0, nil, fmt.Errorf("nn: %s %q: the target array of output %q is nil", what, m.name, outs[k])
 			}
 		}
 		n := -1
@@ -159,21 +162,21 @@ func (m *Model) batchData(what string, xs, ys []*Array) (map[string]any, int, er
 		}
 		for k, x := range xs {
 			if len(x.Shape) < 1 || x.Shape[0] != n {
-				return nil, 0, fmt.Errorf("nn: %s %q: input %q has shape %v, input %q %v: every array needs a first dimension counting the same samples", what, m.name, names[k], x.Shape, names[0], xs[0].Shape)
+				return nil, 0, nil, fmt.Errorf("nn: %s %q: input %q has shape %v, input %q %v: every array needs a first dimension counting the same samples", what, m.name, names[k], x.Shape, names[0], xs[0].Shape)
 			}
 		}
 		for k, y := range ys {
 			if len(y.Shape) < 1 || y.Shape[0] != n {
-				return nil, 0, fmt.Errorf("nn: %s %q: the targets of output %q have shape %v, but input %q has %d samples (shape %v)", what, m.name, outs[k], y.Shape, names[0], n, xs[0].Shape)
+				return nil, 0, nil, fmt.Errorf("nn: %s %q: the targets of output %q have shape %v, but input %q has %d samples (shape %v)", what, m.name, outs[k], y.Shape, names[0], n, xs[0].Shape)
 			}
 		}
 		s, err = FromArrayLists(xs, ys)
 	}
 	if err != nil {
-		return nil, 0, nestf(err, "%s %q", what, m.name)
+		return nil, 0, nil, nestf(err, "%s %q", what, m.name)
 	}
 	if err := m.checkSamples("batch", s, targets); err != nil {
-		return nil, 0, nestf(err, "%s %q", what, m.name)
+		return nil, 0, nil, nestf(err, "%s %q", what, m.name)
 	}
 	n := s.Len()
 	ins := m.inputSizes()
@@ -182,17 +185,18 @@ func (m *Model) batchData(what string, xs, ys []*Array) (map[string]any, int, er
 		tgts = m.targetSizes()
 	}
 	if err := checkBatchBuffers(what, n, 1, sum(ins), sum(tgts)); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
-	b := newBatch(n, ins, tgts)
+	b := m.takeBatches(1, n, ins, tgts)[0]
 	if err := s.ReadMulti(idx, b.xs, b.ys); err != nil {
-		return nil, 0, nestf(err, "%s %q: reading the batch", what, m.name)
+		m.giveBatches(b)
+		return nil, 0, nil, nestf(err, "%s %q: reading the batch", what, m.name)
 	}
 	inputs := map[string]any{}
 	b.bind(inputs, n, ins, tgts)
-	return inputs, n, nil
+	return inputs, n, b, nil
 }

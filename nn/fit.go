@@ -270,15 +270,13 @@ func (m *Model) Fit(data Data, opts ...FitOption) (*History, error) {
 			return hist, err
 		}
 	}
-	bufs := make([]*batch, 2)
-	for i := range bufs {
-		bufs[i] = newBatch(bs, ins, tgts)
-	}
+	bufs := m.takeBatches(2, bs, ins, tgts)
 	var pf *prefetcher
 	defer func() {
 		if pf != nil {
 			pf.stop()
 		}
+		m.giveBatches(bufs...)
 	}()
 	steps := (n + bs - 1) / bs
 	var last Logs
@@ -595,7 +593,8 @@ func (m *Model) evaluate(s MultiSamples, batch int, namePrefix string, bar *prog
 	if err := checkBatchBuffers("evaluate", batch, 1, sum(ins), sum(tgts)); err != nil {
 		return nil, err
 	}
-	buf := newBatch(batch, ins, tgts)
+	buf := m.takeBatches(1, batch, ins, tgts)[0]
+	defer m.giveBatches(buf)
 	idx := make([]int, 0, batch)
 	steps := (n + batch - 1) / batch
 	for step := 0; step < steps; step++ {
@@ -683,7 +682,8 @@ func (m *Model) predict(what string, d Data, opts []FitOption) ([]*Array, error)
 	for k, o := range m.outputs {
 		res[k] = &Array{Shape: append([]int{n}, o.shape...), Data: make([]float32, n*pers[k])}
 	}
-	buf := newBatch(set.batch, ins, nil)
+	buf := m.takeBatches(1, set.batch, ins, nil)[0]
+	defer m.giveBatches(buf)
 	idx := make([]int, 0, set.batch)
 	steps := (n + set.batch - 1) / set.batch
 	bar := newProgressBar(set.out, set.verbose, steps, set.now)

@@ -29,6 +29,7 @@ type Model struct {
 	progs map[progKey]*program
 	seed  int64 // seeds dropout and shuffling
 	stats Stats
+	spare []*batch // batch buffers kept between calls (takeBatches)
 
 	// Set while Fit runs.
 	history    *History     // the History of the last Fit

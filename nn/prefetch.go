@@ -36,6 +36,63 @@ func newBatch(bs int, ins, tgts []int) *batch {
 	return b
 }
 
+// fits reports whether b's buffers are those newBatch(bs, ins, tgts)
+// makes.
+func (b *batch) fits(bs int, ins, tgts []int) bool {
+	if len(b.xs) != len(ins) || len(b.ys) != len(tgts) {
+		return false
+	}
+	for k, n := range ins {
+		if len(b.xs[k]) != bs*n {
+			return false
+		}
+	}
+	for k, n := range tgts {
+		if len(b.ys[k]) != bs*n {
+			return false
+		}
+	}
+	return true
+}
+
+// maxSpareBatches bounds the batch buffers a model keeps between calls.
+const maxSpareBatches = 4
+
+// takeBatches returns k batch buffers for bs samples, reusing those that
+// earlier calls handed back (giveBatches) when their sizes match, so that
+// calls one after another (a training step per Fit or TrainOnBatch call)
+// neither allocate nor clear them each time. Buffers taken are not shared:
+// a call nested in another (a callback evaluating during Fit) gets its own.
+func (m *Model) takeBatches(k, bs int, ins, tgts []int) []*batch {
+	out := make([]*batch, 0, k)
+	kept := m.spare[:0]
+	for _, b := range m.spare {
+		if len(out) < k && b.fits(bs, ins, tgts) {
+			out = append(out, b)
+		} else {
+			kept = append(kept, b)
+		}
+	}
+	clear(m.spare[len(kept):])
+	m.spare = kept
+	for len(out) < k {
+		out = append(out, newBatch(bs, ins, tgts))
+	}
+	return out
+}
+
+// giveBatches hands buffers from takeBatches back for later calls, keeping
+// the most recent maxSpareBatches.
+func (m *Model) giveBatches(bufs ...*batch) {
+	for _, b := range bufs {
+		b.n, b.err = 0, nil
+	}
+	m.spare = append(m.spare, bufs...)
+	if over := len(m.spare) - maxSpareBatches; over > 0 {
+		m.spare = append(m.spare[:0], m.spare[over:]...)
+	}
+}
+
 // bind adds the first n samples of the batch's buffers to a step's inputs
 // under their graph names (inputName, targetName).
 func (b *batch) bind(inputs map[string]any, n int, ins, tgts []int) {

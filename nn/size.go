@@ -3,6 +3,8 @@ package nn
 import (
 	"fmt"
 	"math"
+	"sync"
+	"time"
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/tile"
@@ -22,6 +24,34 @@ import (
 // A model that fails a check is an error naming the layer, the shape and
 // the bytes, not an out-of-memory crash.
 
+// hostMemoryFresh is how long a reading of the host's available memory
+// serves: Fit and the batch calls check their buffers on every call, and
+// reading the memory (cgroup and /proc files on Linux) takes longer than a
+// small model's training step on a GPU.
+const hostMemoryFresh = time.Second
+
+// readHostMemory reads the host's available memory. Tests replace it.
+var readHostMemory = backend.HostMemoryAvailable
+
+var hostMemory struct {
+	sync.Mutex
+	at    time.Time
+	limit int64
+	known bool
+}
+
+// hostMemoryAvailable is backend.HostMemoryAvailable's bytes, read at most
+// once every hostMemoryFresh.
+func hostMemoryAvailable() (int64, bool) {
+	hostMemory.Lock()
+	defer hostMemory.Unlock()
+	if hostMemory.at.IsZero() || time.Since(hostMemory.at) >= hostMemoryFresh {
+		hostMemory.limit, _, hostMemory.known = readHostMemory()
+		hostMemory.at = time.Now()
+	}
+	return hostMemory.limit, hostMemory.known
+}
+
 // weightBytes is the storage of one parameter on the host.
 const weightBytes = 4
 
@@ -33,7 +63,7 @@ var memoryLimit = hostMemoryLimit
 // (backend.HostMemoryAvailable; the machine's total where that is unknown),
 // lowered to TARTAN_MEMORY_LIMIT, or tile.MaxBytes when none is known.
 func hostMemoryLimit() int64 {
-	limit, _, known := backend.HostMemoryAvailable()
+	limit, known := hostMemoryAvailable()
 	if !known || limit <= 0 {
 		limit = backend.HostMemory()
 	}

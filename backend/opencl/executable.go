@@ -34,7 +34,17 @@ type Executable struct {
 	inputs  map[string]int
 	outputs map[string]int
 	vars    map[string]int
-	closed  bool
+	// staged[id] is the copy of host data last written into buffer id,
+	// kept for the next write of that buffer (see write).
+	staged map[int]*staging
+	closed bool
+}
+
+// staging is host bytes the queue copies to the device asynchronously, and
+// the event of that transfer (nil once it is known complete).
+type staging struct {
+	buf []byte
+	ev  *cl.Event
 }
 
 type launch struct {
@@ -395,8 +405,11 @@ func (e *Executable) Finish() error {
 	return e.d.execError("waiting for "+e.p.Name, e.d.queue.Finish())
 }
 
-// write enqueues host data into buffer id without waiting; the copy made by
-// encode is held by the queue until the transfer completes.
+// write enqueues host data into buffer id without waiting: the data is
+// encoded into a staging copy that the queue reads asynchronously. The
+// copy is kept for the buffer's next write, which first waits for the
+// transfer (long complete by then when a step ran in between), so that a
+// training step writing its batch allocates nothing.
 func (e *Executable) write(what string, id int, data any) error {
 	b := e.p.Buffers[id]
 	if err := backend.CheckHost(what, b.DType, b.Size(), data); err != nil {
@@ -405,15 +418,35 @@ func (e *Executable) write(what string, id int, data any) error {
 	if b.Size() == 0 {
 		return nil
 	}
-	bytes, err := encode(b.DType, data)
+	if e.staged == nil {
+		e.staged = map[int]*staging{}
+	}
+	st := e.staged[id]
+	if st == nil {
+		st = &staging{}
+		e.staged[id] = st
+	}
+	if st.ev != nil {
+		err := st.ev.Wait()
+		st.ev.Release()
+		st.ev = nil
+		if err != nil {
+			// The transfer failed or is unknown: never reuse its bytes.
+			st.buf = nil
+			return e.d.execError("writing "+what, err)
+		}
+	}
+	bytes, err := encodeInto(st.buf, b.DType, data)
 	if err != nil {
 		return fmt.Errorf("opencl: %q: %s: %w", e.p.Name, what, err)
 	}
+	st.buf = bytes
 	ev, err := e.d.queue.EnqueueWriteBuffer(e.slots[b.Slot], b.Base(0)*storageSize(b.DType), len(bytes), bytes)
 	if err != nil {
+		st.buf = nil
 		return e.d.execError("writing "+what, err)
 	}
-	ev.Release()
+	st.ev = ev
 	return nil
 }
 
@@ -516,6 +549,12 @@ func (e *Executable) Close() error {
 	if e.d.usable() == nil && (len(e.slots) > 0 || len(e.scratch) > 0 || len(e.launches) > 0) {
 		keep(e.d.queue.Finish())
 	}
+	for _, st := range e.staged {
+		if st.ev != nil {
+			keep(st.ev.Release())
+		}
+	}
+	e.staged = nil
 	for _, l := range e.launches {
 		keep(l.kernel.Release())
 	}

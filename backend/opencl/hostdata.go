@@ -20,38 +20,51 @@ func storageSize(dt tile.DType) int { return ctypeSize(dt) }
 
 // encode returns the device bytes of host data (already checked with
 // backend.CheckHost) for a buffer of dtype dt, in a new slice.
-func encode(dt tile.DType, data any) ([]byte, error) {
+func encode(dt tile.DType, data any) ([]byte, error) { return encodeInto(nil, dt, data) }
+
+// encodeInto is encode into buf's storage when it has room (a new slice
+// otherwise); it returns the bytes.
+func encodeInto(buf []byte, dt tile.DType, data any) ([]byte, error) {
+	room := func(n int) []byte {
+		if cap(buf) >= n {
+			return buf[:n]
+		}
+		return make([]byte, n)
+	}
 	if b := backend.HostBytes(data); b != nil {
-		return append([]byte(nil), b...), nil
+		out := room(len(b))
+		copy(out, b)
+		return out, nil
 	}
 	switch d := data.(type) {
 	case []float32:
-		out := make([]byte, 4*len(d))
+		out := room(4 * len(d))
 		for i, x := range d {
 			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
 		}
 		return out, nil
 	case []float64:
-		out := make([]byte, 8*len(d))
+		out := room(8 * len(d))
 		for i, x := range d {
 			binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(x))
 		}
 		return out, nil
 	case []int32:
-		out := make([]byte, 4*len(d))
+		out := room(4 * len(d))
 		for i, x := range d {
 			binary.LittleEndian.PutUint32(out[4*i:], uint32(x))
 		}
 		return out, nil
 	case []int64:
-		out := make([]byte, 8*len(d))
+		out := room(8 * len(d))
 		for i, x := range d {
 			binary.LittleEndian.PutUint64(out[8*i:], uint64(x))
 		}
 		return out, nil
 	case []bool:
-		out := make([]byte, len(d))
+		out := room(len(d))
 		for i, x := range d {
+			out[i] = 0
 			if x {
 				out[i] = 1
 			}

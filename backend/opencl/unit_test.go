@@ -294,3 +294,53 @@ func TestKernelsAtLines(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedInputWrites writes an input again and again from one host
+// slice that the caller overwrites at once, as Fit does with its batch
+// buffers, with and without a run in between: every run must see the data
+// of the last write before it, through the staging copy write reuses.
+func TestRepeatedInputWrites(t *testing.T) {
+	for _, d := range openAll(t) {
+		const n = 1000
+		e, err := d.Load(oneKernel(tile.Float32, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := make([]float32, n)
+		fill := func(v float32) {
+			for i := range host {
+				host[i] = v + float32(i)
+			}
+		}
+		got := make([]float32, n)
+		for round := range 6 {
+			fill(float32(100 * round))
+			if err := e.SetInput("x", host); err != nil {
+				t.Fatal(err)
+			}
+			if round%2 == 1 {
+				// A second write before the run replaces the first.
+				fill(float32(100*round + 50))
+				if err := e.SetInput("x", host); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := host[0]
+			fill(-1) // the caller reuses its buffer at once
+			if err := e.Run(); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.ReadOutput("y", got); err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range got {
+				if x != want+float32(i) {
+					t.Fatalf("%s: round %d: y[%d] = %v, want %v", d.Info().ID, round, i, x, want+float32(i))
+				}
+			}
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
