@@ -196,3 +196,32 @@ func TestBatchNormGradientPasses(t *testing.T) {
 		t.Errorf("%d kernels write x-sized tensors (%v), want 2 (y and dx)", len(full), full)
 	}
 }
+
+// TestSoftmaxGradientPasses checks that the gradients of softmax and
+// log-softmax leave the maximum they subtract alone: the step computes the
+// maximum once, for the forward pass, and no argmax or other maximum or
+// minimum for the backward one, and matches the reference.
+func TestSoftmaxGradientPasses(t *testing.T) {
+	for _, f := range []func(*tile.Graph, *tile.Tensor, int) *tile.Tensor{op.Softmax, op.LogSoftmax} {
+		g := tile.NewGraph("softmax")
+		x := g.Input("x", tile.Float32, s(6, 10))
+		y := f(g, x, -1)
+		r := g.Input("r", tile.Float32, y.Shape())
+		grads, err := grad.Grad(g, op.Sum(g, g.Mul(y, r), nil, false), x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.SetOutput("y", y)
+		g.SetOutput("dx", grads[0])
+		p := checkAgainstRef(t, g, testTarget, 5, 3, 1, 1e-4)
+		var extrema []string
+		for _, k := range p.Kernels {
+			if len(k.Reduce) > 0 && (k.Agg == tile.Max || k.Agg == tile.Min) {
+				extrema = append(extrema, k.Name)
+			}
+		}
+		if len(extrema) != 1 {
+			t.Errorf("%d kernels take a maximum or minimum (%v), want 1 (the forward maximum)", len(extrema), extrema)
+		}
+	}
+}

@@ -153,8 +153,10 @@ func opReduce(c *ctx, k reduceKind, since int64) {
 			break
 		}
 		m := reduce(g, x, axes, true, tile.Max)
-		// A row of -inf keeps its maximum out of the subtraction.
-		safe := g.Select(g.Elementwise(tile.Eq, m, g.ScalarLike(m, math.Inf(-1))), g.ScalarLike(m, 0), m)
+		// A row of -inf keeps its maximum out of the subtraction. The
+		// result does not depend on the shift, so it has no gradient (see
+		// op.Softmax).
+		safe := g.StopGradient(g.Select(g.Elementwise(tile.Eq, m, g.ScalarLike(m, math.Inf(-1))), g.ScalarLike(m, 0), m))
 		y = g.Add(safe, g.Log(reduce(g, g.Exp(g.Sub(x, safe)), axes, true, tile.Sum)))
 		if !keep {
 			y = g.Reshape(y, reduce(g, x, axes, false, tile.Max).Shape())

@@ -6,28 +6,31 @@ import (
 
 // Softmax returns e^x / Σ e^x along axis (negative counts from the end).
 // It subtracts the maximum along the axis before exponentiating, which
-// changes nothing in exact arithmetic, and in its gradient nothing either,
-// since the result does not depend on the shift; it keeps every exponential
-// at most 1, so no input overflows.
+// changes nothing in exact arithmetic and keeps every exponential at most
+// 1, so no input overflows. The result does not depend on the shift, so
+// the maximum enters through StopGradient: the gradient is the same, y·(dy
+// − Σ dy·y), without the maximum's own derivative (an argmax and a sum of
+// terms that cancel) that differentiating the shift would add.
 func Softmax(g *tile.Graph, x *tile.Tensor, axis int) *tile.Tensor {
 	const op = "softmax"
 	ax, ok := softmaxAxis(g, op, x, axis)
 	if !ok {
 		return invalid(g, op)
 	}
-	e := g.Exp(g.Sub(x, Max(g, x, []int{ax}, true)))
+	e := g.Exp(g.Sub(x, g.StopGradient(Max(g, x, []int{ax}, true))))
 	return g.Div(e, Sum(g, e, []int{ax}, true))
 }
 
 // LogSoftmax returns the logarithm of Softmax along axis, computed stably as
-// (x − m) − log Σ e^(x − m) with m the maximum along the axis.
+// (x − m) − log Σ e^(x − m) with m the maximum along the axis, which, as in
+// Softmax, enters through StopGradient.
 func LogSoftmax(g *tile.Graph, x *tile.Tensor, axis int) *tile.Tensor {
 	const op = "log_softmax"
 	ax, ok := softmaxAxis(g, op, x, axis)
 	if !ok {
 		return invalid(g, op)
 	}
-	z := g.Sub(x, Max(g, x, []int{ax}, true))
+	z := g.Sub(x, g.StopGradient(Max(g, x, []int{ax}, true)))
 	return g.Sub(z, g.Log(Sum(g, g.Exp(z), []int{ax}, true)))
 }
 
