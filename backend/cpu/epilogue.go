@@ -17,7 +17,7 @@ type epilogueRunner struct {
 }
 
 func newEpilogueRunner(p *kir.Program, k *kir.Kernel, r *regs) *epilogueRunner {
-	s := newSpace(p, k, true, partEpilogue)
+	s := newSpace(p, k, mergeAffine, partEpilogue)
 	e := &epilogueRunner{s: s, rowAxis: s.nout - 1, out: k.Out}
 	e.rowLen = s.ext[e.rowAxis]
 	e.outLin = s.outLin().forAxis(e.rowAxis)

@@ -371,6 +371,10 @@ func generalOffset(fr *frame, lp *loadPlan, i int) int {
 
 func execLoadF(fr *frame, in *instr, s0, m int) {
 	lp := in.ld
+	if lp.period > 0 {
+		execLoadPeriodic(fr, in, s0, m)
+		return
+	}
 	buf := fr.bufs[lp.buf]
 	if buf.f32 == nil {
 		execLoadOtherF(fr, in, buf, s0, m)
@@ -494,6 +498,10 @@ func gatherToF32(d []float32, buf *buffer, off, st int) {
 // (or filled out of range) from its own offset.
 func execLoadRows(fr *frame, in *instr, s0, n int) {
 	lp := in.ld
+	if lp.period > 0 {
+		execLoadPeriodic(fr, in, s0, n)
+		return
+	}
 	buf := fr.bufs[lp.buf]
 	m := fr.rows * n
 	if lp.class == loadGeneral {
@@ -683,6 +691,10 @@ func gatherD(d []float64, b *buffer, off, st int) {
 
 func execLoadD(fr *frame, in *instr, s0, m int) {
 	lp := in.ld
+	if lp.period > 0 {
+		execLoadPeriodic(fr, in, s0, m)
+		return
+	}
 	src := fr.bufs[lp.buf]
 	switch lp.class {
 	case loadDirect:
@@ -990,5 +1002,57 @@ func roundD(dt tile.DType, d []float64) {
 		for i, v := range d {
 			d[i] = float64(float32(v))
 		}
+	}
+}
+
+// execLoadPeriodic loads a periodic load (loadPlan.period) into the chunk
+// of fr.rows rows of n lanes from axis position s0: lane i of a row reads
+// base + pcoef·((s0+i) mod period), base being the row's. One period is
+// gathered per row and the rest of the row copied from it; rows of the same
+// base are copies of the first.
+func execLoadPeriodic(fr *frame, in *instr, s0, n int) {
+	lp := in.ld
+	buf := fr.bufs[lp.buf]
+	p, c := lp.period, lp.pcoef
+	ph := s0 % p
+	fillRow := func(row []float32, base int) {
+		k := min(len(row), p)
+		first := min(k, p-ph) // lanes before the pattern wraps
+		gatherToF32(row[:first], buf, base+c*ph, c)
+		if k > first {
+			gatherToF32(row[first:k], buf, base, c)
+		}
+		for ; k < len(row); k *= 2 {
+			copy(row[k:], row[:k])
+		}
+	}
+	fillRowD := func(row []float64, base int) {
+		for i := range row {
+			row[i] = elemD(buf, base+c*((ph+i)%p))
+		}
+	}
+	rows := max(fr.rows, 1)
+	m := rows * n
+	vars := func(r int) []int {
+		if fr.rows > 1 {
+			return fr.rowVars[r]
+		}
+		return fr.vars
+	}
+	if in.lane == laneF {
+		d := fr.outF(in.dst, m)
+		for r := range rows {
+			row := d[r*n : (r+1)*n]
+			if r > 0 && lp.invariant {
+				copy(row, d[:n])
+				continue
+			}
+			fillRow(row, lp.flat.base(vars(r)))
+		}
+		return
+	}
+	d := fr.outD(in.dst, m)
+	for r := range rows {
+		fillRowD(d[r*n:(r+1)*n], lp.flat.base(vars(r)))
 	}
 }

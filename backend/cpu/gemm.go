@@ -262,7 +262,7 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 		rowConds, colConds = colConds, rowConds
 		g.nr, g.nc, g.ldc = 1, g.nr, g.nr
 	}
-	s := newSpace(p, k, false, 0)
+	s := newSpace(p, k, mergeNone, 0)
 	g.rowOp = newGemmOperand(s, p, rowLoad, rowConds, g.rowVar, g.kVar, g.ext, true, r)
 	g.colOp = newGemmOperand(s, p, colLoad, colConds, g.colVar, g.kVar, g.ext, false, r)
 	g.epi = newEpilogueRunner(p, k, r)

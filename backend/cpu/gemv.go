@@ -233,7 +233,7 @@ func planGemv(p *kir.Program, k *kir.Kernel, v *kir.GEMMView, r *regs) (*gemvKer
 		return nil, false
 	}
 
-	s := newSpace(p, k, false, 0)
+	s := newSpace(p, k, mergeNone, 0)
 	// form converts an affine form over the variables' values to one over
 	// their indices.
 	form := func(coef []int, konst, bound int) affForm {

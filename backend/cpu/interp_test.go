@@ -199,6 +199,7 @@ func TestCompiledGraphsMatchInterpreter(t *testing.T) {
 					{Tensor: b, Index: ix("c")}}, tile.Constraint{Expr: tile.Ix("k"), Bound: 3}))
 		}},
 	}
+	cases = append(cases, periodicCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var g *tile.Graph
@@ -227,4 +228,60 @@ func bnStatistics(g *tile.Graph, shape tile.Shape) {
 	}
 	g.SetOutput("s", sum(x))
 	g.SetOutput("v", sum(g.Mul(d, d)))
+}
+
+// periodicCases are elementwise kernels whose per-channel loads make the
+// channel loop merge with the loops before it (periodic loads): rows longer
+// than a chunk with 144 channels, which 1024 does not divide, an integer
+// table read into float64 lanes, and several rows per chunk with a
+// per-sample-per-channel factor whose base moves from row to row, the
+// transposed t keeping the sample loop apart.
+var periodicCases = []struct {
+	name  string
+	build func(g *tile.Graph)
+}{
+	{"periodic_c144", func(g *tile.Graph) {
+		x := g.Input("x", tile.Float32, tile.Shape{3, 7, 11, 144})
+		sc := g.Input("s", tile.Float32, tile.Shape{144})
+		b := g.Input("b", tile.Float32, tile.Shape{144})
+		k := g.Input("k", tile.Int32, tile.Shape{144})
+		y := g.Add(g.Mul(x, sc), b)
+		g.SetOutput("y", g.Mul(y, g.Cast(g.Add(k, g.ScalarLike(k, 1)), tile.Float32)))
+	}},
+	{"periodic_rows", func(g *tile.Graph) {
+		x := g.Input("x", tile.Float32, tile.Shape{6, 3, 5, 16})
+		sc := g.Input("s", tile.Float32, tile.Shape{16})
+		u := g.Input("u", tile.Float32, tile.Shape{6, 1, 1, 16})
+		tt := g.Input("t", tile.Float32, tile.Shape{3, 6})
+		tb := g.Contract(tile.Assign, tile.CombNone, tile.Shape{6, 3, 5, 16},
+			[]tile.Affine{tile.Ix("n"), tile.Ix("h"), tile.Ix("w"), tile.Ix("c")},
+			[]tile.Operand{{Tensor: tt, Index: []tile.Affine{tile.Ix("h"), tile.Ix("n")}}})
+		g.SetOutput("y", g.Add(g.Mul(g.Mul(x, sc), u), tb))
+	}},
+}
+
+// TestPeriodicLoadsMerge checks that the kernels of periodicCases do merge
+// their channel loop with the loops before it, so that
+// TestCompiledGraphsMatchInterpreter exercises periodic loads.
+func TestPeriodicLoadsMerge(t *testing.T) {
+	d := New()
+	defer d.Close()
+	for _, c := range periodicCases {
+		g := tile.NewGraph(c.name)
+		c.build(g)
+		p := compileFor(t, d, g)
+		found := false
+		for _, k := range p.Kernels {
+			if len(k.Reduce) > 0 {
+				continue
+			}
+			s := newSpace(p, k, mergePeriodic, partAll)
+			if len(s.periodic) > 0 && s.nout < len(k.Shape) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no kernel merges its channel loop through a periodic load", c.name)
+		}
+	}
 }

@@ -90,7 +90,13 @@ type loopsKernel struct {
 const grain = 1 << 15
 
 func newLoopsKernel(p *kir.Program, k *kir.Kernel, r *regs) *loopsKernel {
-	s := newSpace(p, k, true, partAll)
+	merge := mergeAffine
+	if len(k.Reduce) == 0 {
+		// The vector axis is then the last output loop, which periodic
+		// loads need.
+		merge = mergePeriodic
+	}
+	s := newSpace(p, k, merge, partAll)
 	lk := &loopsKernel{s: s, k: k, out: k.Out, agg: k.Agg, rowAxis: s.nout - 1, nred: s.reduceLoops(), split: 1,
 		workers: k.Schedule.Workers, rowsPer: 1}
 	lk.rowLen = s.ext[lk.rowAxis]

@@ -112,6 +112,10 @@ type loadPlan struct {
 	// invariant: a direct load whose offset depends on no loop but the
 	// axis, the same row for every row of a chunk (a bias along channels).
 	invariant bool
+	// period > 0: a direct load whose lane at axis position x reads
+	// base + pcoef·(x mod period) (flat holds the base, stride 0), a
+	// per-channel value along a merged loop (periodicTerm).
+	period, pcoef int
 }
 
 // constReg is a register holding one constant in every lane.
@@ -640,6 +644,12 @@ func (b *builder) loadIn(e *kir.Expr, l lane) operand {
 		lp.flat = b.s.lin(&info.flat).forAxis(b.axis)
 		lp.rowMajor, lp.axisExt = b.rowMajor(lp.flat), b.s.ext[b.axis]
 		lp.invariant = len(lp.flat.terms) == 0 && len(lp.flat.tabs) == 0 && len(lp.flat.extra) == 0
+		if pt, ok := b.s.periodic[&info.flat]; ok {
+			if b.s.varLoop[pt.v] != b.axis {
+				panic("cpu: internal: a periodic load off the vector axis")
+			}
+			lp.period, lp.pcoef, lp.rowMajor = pt.period, pt.coef, false
+		}
 	case loadChecked:
 		lp.flat = b.s.lin(&info.flat).forAxis(b.axis)
 		if lp.skip && b.unguarded[e] {

@@ -12,6 +12,14 @@ import (
 // longer (a bias add over [64, 10] becomes one loop of 640), which is what
 // the chunked evaluator needs to keep its per-chunk overhead small.
 //
+// Elementwise kernels also merge the last output variable into the run
+// before it when the only forms that treat them differently are offsets of
+// direct loads that read that variable alone, such as a per-channel scale
+// b[c] of an NHWC activation: the merged loop m then reads b at
+// coef·(m mod extent), a periodic load (periodicTerm), and the rows are the
+// whole activation instead of its channels, short rows being what the
+// evaluator pays for per row.
+//
 // Every loop runs from 0 to its extent-1; a variable's value is its range's
 // Lo plus its position within the loop.
 
@@ -212,7 +220,26 @@ type space struct {
 	pinned []bool
 	// affines lists every affine form in use, for the merging test.
 	affines []*affineIx
+	// flats are the forms of direct loads' offsets; with periodicOK they
+	// may become periodic (periodic[form]) when loops merge.
+	flats      map[*affineIx]bool
+	periodicOK bool
+	periodic   map[*affineIx]periodicTerm
 }
+
+// periodicTerm is the part of a direct load's offset along a merged loop
+// that reads only the loop's last variable v: coef·(position mod period),
+// period being v's extent.
+type periodicTerm struct{ v, coef, period int }
+
+// mergeMode says which loops newSpace merges.
+type mergeMode uint8
+
+const (
+	mergeNone     mergeMode = iota
+	mergeAffine             // runs that act as one row-major coordinate
+	mergePeriodic           // those, and the last output loop with periodic loads
+)
 
 // The parts of a kernel a space analyses.
 const (
@@ -225,9 +252,10 @@ const (
 // newSpace analyses the given parts of kernel k of program p. With merge,
 // adjacent output loops and adjacent reduction loops are merged wherever
 // every affine index of those parts allows it.
-func newSpace(p *kir.Program, k *kir.Kernel, merge bool, parts int) *space {
+func newSpace(p *kir.Program, k *kir.Kernel, merge mergeMode, parts int) *space {
 	s := &space{p: p, k: k, nv: k.NumVars(), ranges: k.VarRanges(),
-		loads: map[*kir.Expr]*loadInfo{}, ixs: map[*kir.Ix]*ixInfo{}}
+		loads: map[*kir.Expr]*loadInfo{}, ixs: map[*kir.Ix]*ixInfo{},
+		flats: map[*affineIx]bool{}, periodicOK: merge == mergePeriodic, periodic: map[*affineIx]periodicTerm{}}
 	s.pinned = make([]bool, s.nv)
 	if parts&partWhere != 0 {
 		for _, c := range k.Where {
@@ -240,7 +268,7 @@ func newSpace(p *kir.Program, k *kir.Kernel, merge bool, parts int) *space {
 	if parts&partEpilogue != 0 && k.Epilogue != nil {
 		s.expr(k.Epilogue)
 	}
-	s.buildLoops(merge)
+	s.buildLoops(merge != mergeNone)
 	return s
 }
 
@@ -320,6 +348,7 @@ func (s *space) load(e *kir.Expr) *loadInfo {
 			li.class = loadDirect
 			li.flat = affineIx{coef, konst}
 			s.affines = append(s.affines, &li.flat)
+			s.flats[&li.flat] = true
 			// Loaded indices inside a direct load cannot exist (it would not
 			// be affine), so nothing else to analyse.
 			return li
@@ -395,7 +424,8 @@ func (s *space) buildLoops(merge bool) {
 // canMerge reports whether variable v can join the loop of the variables
 // run (which ends with v-1): neither is pinned, and every affine form has
 // coef[v-1] = coef[v]·extent(v), so that the run and v together act as one
-// row-major coordinate.
+// row-major coordinate; with periodicOK and v the last output variable, a
+// direct load's offset may instead read v alone (see periodicTerm).
 func (s *space) canMerge(run []int, v int) bool {
 	u := run[len(run)-1]
 	if s.pinned[u] || s.pinned[v] {
@@ -405,10 +435,23 @@ func (s *space) canMerge(run []int, v int) bool {
 	if e <= 0 || s.ranges[u].Hi < s.ranges[u].Lo {
 		return false
 	}
+	var periodic []*affineIx
 	for _, a := range s.affines {
-		if a.coef[u] != a.coef[v]*e {
+		if a.coef[u] == a.coef[v]*e {
+			continue
+		}
+		if !s.periodicOK || v != len(s.k.Shape)-1 || !s.flats[a] || a.coef[v] == 0 {
 			return false
 		}
+		for _, w := range run {
+			if a.coef[w] != 0 {
+				return false
+			}
+		}
+		periodic = append(periodic, a)
+	}
+	for _, a := range periodic {
+		s.periodic[a] = periodicTerm{v: v, coef: a.coef[v], period: e}
 	}
 	return true
 }
@@ -419,8 +462,13 @@ func (s *space) lin(a *affineIx) lin {
 	for v, c := range a.coef {
 		l.c += c * s.varLo[v]
 	}
+	pt, periodic := s.periodic[a]
 	for loop, vs := range s.vars {
 		if len(vs) == 0 {
+			continue
+		}
+		if periodic && vs[len(vs)-1] == pt.v {
+			// That loop's part is the periodic term, kept apart.
 			continue
 		}
 		if c := a.coef[vs[len(vs)-1]]; c != 0 {
