@@ -50,6 +50,7 @@ type Executable struct {
 	fence      vk.Fence
 	pending    bool // a submission not waited for
 	writes     []hostWrite
+	written    map[int][]byte // the bytes of each buffer's last write (write)
 	dispatches int
 	barriers   []int // the dispatches of order followed by a barrier
 
@@ -755,10 +756,17 @@ func (e *Executable) write(what string, id int, data any) error {
 	if err := backend.CheckHost(what, b.DType, b.Size(), data); err != nil || b.Size() == 0 {
 		return e.hostError(err)
 	}
-	bytes, err := toDevice(b.DType, data)
+	// The bytes of buffer id's last write are reused: upload copies every
+	// pending write before the next run, and a second write of the same
+	// buffer before then only changes data that the later write replaces.
+	if e.written == nil {
+		e.written = map[int][]byte{}
+	}
+	bytes, err := toDevice(e.written[id], b.DType, data)
 	if err != nil {
 		return fmt.Errorf("vulkan: %q: %s: %w", e.p.Name, what, err)
 	}
+	e.written[id] = bytes
 	e.writes = append(e.writes, hostWrite{slot: b.Slot, off: uint64(b.Base(0) * spirv.StorageBytes(b.DType)), data: bytes})
 	return nil
 }

@@ -39,15 +39,16 @@ func deviceType(data any) bool {
 }
 
 // toDevice returns the device bytes of host data already checked with
-// backend.CheckHost for a buffer of dtype dt.
-func toDevice(dt tile.DType, data any) ([]byte, error) {
+// backend.CheckHost for a buffer of dtype dt, in buf's storage when it has
+// room.
+func toDevice(buf []byte, dt tile.DType, data any) ([]byte, error) {
 	if !deviceType(data) {
 		return nil, fmt.Errorf("unsupported host type %T for %v", data, dt)
 	}
 	if b := backend.HostBytes(data); b != nil {
-		return append([]byte(nil), b...), nil
+		return append(buf[:0], b...), nil
 	}
-	return binary.Append(nil, binary.LittleEndian, words(data))
+	return binary.Append(buf[:0], binary.LittleEndian, words(data))
 }
 
 // fromDevice stores the device bytes src of a dtype-dt buffer into host
@@ -86,6 +87,6 @@ func constantBytes(dt tile.DType, v []float64) []byte {
 		}
 		v = r
 	}
-	b, _ := toDevice(dt, backend.HostSlice(dt, v))
+	b, _ := toDevice(nil, dt, backend.HostSlice(dt, v))
 	return b
 }

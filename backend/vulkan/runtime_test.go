@@ -469,3 +469,57 @@ func TestDeviceLost(t *testing.T) {
 		t.Errorf("Compile after the loss: %v", err)
 	}
 }
+
+// TestInputCopiedAtWrite writes inputs from one host slice that the caller
+// overwrites at once, as Fit does with its batch buffers, with mapped
+// storage and through staging buffers, once and twice before a run: every
+// run sees the data of the last write before it, though write reuses the
+// bytes of the buffer's earlier writes.
+func TestInputCopiedAtWrite(t *testing.T) {
+	for _, staging := range []bool{false, true} {
+		var opts []Option
+		if staging {
+			opts = append(opts, WithStaging())
+		}
+		d := openTest(t, opts...)
+		const n = 1000
+		e, err := d.load(affineProgram(n), testEmitter(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y := make([]float32, n), make([]float32, n)
+		fill := func(v float32) {
+			for i := range x {
+				x[i] = v + float32(i)
+			}
+		}
+		for run := range 4 {
+			fill(float32(100 * run))
+			if err := e.SetInput("x", x); err != nil {
+				t.Fatal(err)
+			}
+			if run%2 == 1 {
+				fill(float32(100*run + 50))
+				if err := e.SetInput("x", x); err != nil {
+					t.Fatal(err)
+				}
+			}
+			first := x[0]
+			fill(-1000)
+			if err := e.Run(); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.ReadOutput("y", y); err != nil {
+				t.Fatal(err)
+			}
+			for i := range y {
+				if want := 2*(first+float32(i)) + 1; y[i] != want {
+					t.Fatalf("staging %v, run %d: y[%d] = %v, want %v", staging, run, i, y[i], want)
+				}
+			}
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
