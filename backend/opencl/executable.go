@@ -34,9 +34,9 @@ type Executable struct {
 	inputs  map[string]int
 	outputs map[string]int
 	vars    map[string]int
-	// staged[id] is the copy of host data last written into buffer id,
-	// kept for the next write of that buffer (see write).
-	staged map[int]*staging
+	// staged[id] holds the copies of host data written into buffer id, oldest
+	// first, kept for later writes of that buffer (see write).
+	staged map[int][]*staging
 	closed bool
 }
 
@@ -45,6 +45,29 @@ type Executable struct {
 type staging struct {
 	buf []byte
 	ev  *cl.Event
+}
+
+// maxStaged bounds the copies of one buffer's writes in flight: a training
+// loop enqueues its steps without waiting, and a write waits for the
+// transfer of the write maxStaged before it only once that many are
+// pending, so the host may run that many steps ahead of the device.
+const maxStaged = 4
+
+// done reports whether st's transfer is over (its event released), waiting
+// for it when wait is set.
+func (st *staging) done(wait bool) (bool, error) {
+	if st.ev == nil {
+		return true, nil
+	}
+	if !wait {
+		if s, err := st.ev.Status(); err == nil && s > cl.StatusComplete {
+			return false, nil
+		}
+	}
+	err := st.ev.Wait()
+	st.ev.Release()
+	st.ev = nil
+	return true, err
 }
 
 type launch struct {
@@ -419,23 +442,27 @@ func (e *Executable) write(what string, id int, data any) error {
 		return nil
 	}
 	if e.staged == nil {
-		e.staged = map[int]*staging{}
+		e.staged = map[int][]*staging{}
 	}
-	st := e.staged[id]
-	if st == nil {
-		st = &staging{}
-		e.staged[id] = st
-	}
-	if st.ev != nil {
-		err := st.ev.Wait()
-		st.ev.Release()
-		st.ev = nil
+	ring := e.staged[id]
+	var st *staging
+	if len(ring) > 0 {
+		// The oldest copy, if its transfer is over (or, with maxStaged
+		// pending, once it is).
+		done, err := ring[0].done(len(ring) >= maxStaged)
 		if err != nil {
 			// The transfer failed or is unknown: never reuse its bytes.
-			st.buf = nil
+			e.staged[id] = ring[1:]
 			return e.d.execError("writing "+what, err)
 		}
+		if done {
+			st, ring = ring[0], ring[1:]
+		}
 	}
+	if st == nil {
+		st = &staging{}
+	}
+	e.staged[id] = append(ring, st)
 	bytes, err := encodeInto(st.buf, b.DType, data)
 	if err != nil {
 		return fmt.Errorf("opencl: %q: %s: %w", e.p.Name, what, err)
@@ -549,9 +576,11 @@ func (e *Executable) Close() error {
 	if e.d.usable() == nil && (len(e.slots) > 0 || len(e.scratch) > 0 || len(e.launches) > 0) {
 		keep(e.d.queue.Finish())
 	}
-	for _, st := range e.staged {
-		if st.ev != nil {
-			keep(st.ev.Release())
+	for _, ring := range e.staged {
+		for _, st := range ring {
+			if st.ev != nil {
+				keep(st.ev.Release())
+			}
 		}
 	}
 	e.staged = nil
