@@ -55,8 +55,25 @@ func (b *batch) fits(bs int, ins, tgts []int) bool {
 	return true
 }
 
-// maxSpareBatches bounds the batch buffers a model keeps between calls.
-const maxSpareBatches = 4
+// maxSpareBatches and maxSpareBytes bound the batch buffers a model keeps
+// between calls: reuse matters for small steps, and large batches are not
+// worth holding on to after the call.
+const (
+	maxSpareBatches = 4
+	maxSpareBytes   = 64 << 20
+)
+
+// bytes returns the host bytes of b's buffers.
+func (b *batch) bytes() int {
+	n := 0
+	for _, x := range b.xs {
+		n += 4 * len(x)
+	}
+	for _, y := range b.ys {
+		n += 4 * len(y)
+	}
+	return n
+}
 
 // takeBatches returns k batch buffers for bs samples, reusing those that
 // earlier calls handed back (giveBatches) when their sizes match, so that
@@ -82,15 +99,23 @@ func (m *Model) takeBatches(k, bs int, ins, tgts []int) []*batch {
 }
 
 // giveBatches hands buffers from takeBatches back for later calls, keeping
-// the most recent maxSpareBatches.
+// the most recent ones within maxSpareBatches and maxSpareBytes.
 func (m *Model) giveBatches(bufs ...*batch) {
 	for _, b := range bufs {
 		b.n, b.err = 0, nil
 	}
 	m.spare = append(m.spare, bufs...)
-	if over := len(m.spare) - maxSpareBatches; over > 0 {
-		m.spare = append(m.spare[:0], m.spare[over:]...)
+	keep, total := 0, 0
+	for i := len(m.spare) - 1; i >= 0 && keep < maxSpareBatches; i-- {
+		if total += m.spare[i].bytes(); total > maxSpareBytes {
+			break
+		}
+		keep++
 	}
+	drop := len(m.spare) - keep
+	copy(m.spare, m.spare[drop:])
+	clear(m.spare[keep:])
+	m.spare = m.spare[:keep]
 }
 
 // bind adds the first n samples of the batch's buffers to a step's inputs

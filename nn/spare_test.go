@@ -37,6 +37,15 @@ func TestBatchBuffersReusedNotShared(t *testing.T) {
 	if len(m.spare) > maxSpareBatches {
 		t.Errorf("%d spare batches kept, at most %d", len(m.spare), maxSpareBatches)
 	}
+	if m.spare[len(m.spare)-1] != b[1] {
+		t.Error("the batch handed back last was not kept")
+	}
+	// Large batches are not kept.
+	big := m.takeBatches(1, maxSpareBytes/4+1, []int{1}, nil)
+	m.giveBatches(big...)
+	if slices.Contains(m.spare, big[0]) {
+		t.Errorf("a batch of %d bytes was kept, more than %d", big[0].bytes(), maxSpareBytes)
+	}
 }
 
 func TestHostMemoryReadingCached(t *testing.T) {
