@@ -22,7 +22,9 @@ func newEpilogueRunner(p *kir.Program, k *kir.Kernel, r *regs) *epilogueRunner {
 	e.rowLen = s.ext[e.rowAxis]
 	e.outLin = s.outLin().forAxis(e.rowAxis)
 	if k.Epilogue != nil {
-		e.prog = newBuilder(s, e.rowAxis, progEpilogue, r).value(k.Epilogue)
+		b := newBuilder(s, e.rowAxis, progEpilogue, r)
+		b.outputRows = true
+		e.prog = b.value(k.Epilogue)
 	}
 	return e
 }

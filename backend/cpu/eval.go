@@ -57,6 +57,9 @@ type frame struct {
 	hoistS0, hoistN   int
 	hoistRows         int
 	hoistProg         *prog
+	// rowNeed and rowPick are the rows each instruction computes and each
+	// row-uniform select picks (prog.needRows).
+	rowNeed, rowPick []bool
 }
 
 func newFrame(bufs []*buffer, nvars int, r regs, pack, ints int) *frame {
@@ -224,13 +227,35 @@ func (p *prog) exec(fr *frame, s0, n int) {
 	if fr.hoisting && p.nhoist > 0 {
 		fr.hoisted, fr.hoistProg, fr.hoistS0, fr.hoistN, fr.hoistRows = true, p, s0, n, fr.rows
 	}
+	if p.rowSelects > 0 {
+		p.needRows(fr)
+	}
 	for k := range p.instrs {
 		if skip && p.hoist[k] {
 			continue
 		}
 		in := &p.instrs[k]
 		switch in.op {
+		case opSelectRows:
+			execSelectRows(fr, p, k, n)
 		case opLoad:
+			if p.rowSelects > 0 && in.ld.class != loadGeneral && in.ld.period == 0 {
+				rows := max(fr.rows, 1)
+				need := fr.rowNeed[k*rows : (k+1)*rows]
+				if some, all := anyAll(need); !some {
+					// Read by no branch picked: the register's own lanes,
+					// left as they are.
+					if in.lane == laneF {
+						fr.outF(in.dst, fr.rows*n)
+					} else {
+						fr.outD(in.dst, fr.rows*n)
+					}
+					continue
+				} else if !all && fr.rows > 1 {
+					execLoadSomeRows(fr, in, s0, n, need)
+					continue
+				}
+			}
 			if fr.rows > 1 {
 				execLoadRows(fr, in, s0, n)
 			} else if in.lane == laneF {
@@ -1054,5 +1079,68 @@ func execLoadPeriodic(fr *frame, in *instr, s0, n int) {
 	d := fr.outD(in.dst, m)
 	for r := range rows {
 		fillRowD(d[r*n:(r+1)*n], lp.flat.base(vars(r)))
+	}
+}
+
+// anyAll reports whether some and whether all of v are set.
+func anyAll(v []bool) (some, all bool) {
+	all = true
+	for _, x := range v {
+		some = some || x
+		all = all && x
+	}
+	return some, all
+}
+
+// execLoadSomeRows loads the rows of a direct or checked load that need
+// says are read (see prog.needRows); the others keep whatever the register
+// held.
+func execLoadSomeRows(fr *frame, in *instr, s0, n int, need []bool) {
+	lp := in.ld
+	buf := fr.bufs[lp.buf]
+	m := fr.rows * n
+	if in.lane == laneF {
+		d := fr.outF(in.dst, m)
+		fv := float32(lp.fill)
+		for r, ok := range need {
+			if !ok {
+				continue
+			}
+			row := d[r*n : (r+1)*n]
+			off, lo, hi := loadRange(fr.rowVars[r], lp, s0, n)
+			if lo >= hi {
+				lo, hi = 0, 0
+			}
+			for i := 0; i < lo; i++ {
+				row[i] = fv
+			}
+			if hi > lo {
+				gatherToF32(row[lo:hi], buf, off+lp.flat.stride*lo, lp.flat.stride)
+			}
+			for i := hi; i < n; i++ {
+				row[i] = fv
+			}
+		}
+		return
+	}
+	d := fr.outD(in.dst, m)
+	for r, ok := range need {
+		if !ok {
+			continue
+		}
+		row := d[r*n : (r+1)*n]
+		off, lo, hi := loadRange(fr.rowVars[r], lp, s0, n)
+		if lo >= hi {
+			lo, hi = 0, 0
+		}
+		for i := 0; i < lo; i++ {
+			row[i] = lp.fill
+		}
+		if hi > lo {
+			gatherD(row[lo:hi], buf, off+lp.flat.stride*lo, lp.flat.stride)
+		}
+		for i := hi; i < n; i++ {
+			row[i] = lp.fill
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tartanml/tartan/backend"
 	"github.com/tartanml/tartan/compile"
+	"github.com/tartanml/tartan/grad"
 	"github.com/tartanml/tartan/kir"
 	"github.com/tartanml/tartan/op"
 	"github.com/tartanml/tartan/tile"
@@ -200,6 +201,7 @@ func TestCompiledGraphsMatchInterpreter(t *testing.T) {
 		}},
 	}
 	cases = append(cases, periodicCases...)
+	cases = append(cases, rowSelectCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var g *tile.Graph
@@ -283,5 +285,91 @@ func TestPeriodicLoadsMerge(t *testing.T) {
 		if !found {
 			t.Errorf("%s: no kernel merges its channel loop through a periodic load", c.name)
 		}
+	}
+}
+
+// rowSelectCases are gradients of stride-2 windows, whose phases a
+// consumer interleaves by selects on x mod 2 of the loops outside the
+// channels (row-uniform selects, rowselect.go): rows of 4 channels, many
+// per chunk, and rows of 1100, one per chunk.
+var rowSelectCases = []struct {
+	name  string
+	build func(g *tile.Graph)
+}{
+	{"rowselect_pool_c4", func(g *tile.Graph) { poolGradient(g, tile.Shape{2, 8, 8, 4}) }},
+	{"rowselect_pool_c1100", func(g *tile.Graph) { poolGradient(g, tile.Shape{1, 8, 8, 1100}) }},
+	{"rowselect_conv_c3", func(g *tile.Graph) {
+		x := g.Input("x", tile.Float32, tile.Shape{2, 8, 8, 3})
+		w := g.Input("w", tile.Float32, tile.Shape{3, 3, 3, 5})
+		y := op.Conv2D(g, x, w, op.ConvOptions{Strides: []int{2, 2}, Padding: op.Same})
+		r := g.Input("r", tile.Float32, y.Shape())
+		grads, err := grad.Grad(g, op.Sum(g, g.Mul(op.ReLU(g, y), r), nil, false), x)
+		if err != nil {
+			g.Errorf("test", "%v", err)
+			return
+		}
+		g.SetOutput("dx", op.ReLU(g, grads[0]))
+	}},
+	// A downsampling residual block's input gradient: the strided 1×1
+	// shortcut's product takes the 3×3 gradient's phases in its epilogue.
+	{"rowselect_shortcut", func(g *tile.Graph) {
+		x := g.Input("x", tile.Float32, tile.Shape{2, 8, 8, 16})
+		w := g.Input("w", tile.Float32, tile.Shape{3, 3, 16, 32})
+		v := g.Input("v", tile.Float32, tile.Shape{1, 1, 16, 32})
+		s2 := op.ConvOptions{Strides: []int{2, 2}, Padding: op.Same}
+		y := g.Add(op.Conv2D(g, x, w, s2), op.Conv2D(g, x, v, s2))
+		r := g.Input("r", tile.Float32, y.Shape())
+		grads, err := grad.Grad(g, op.Sum(g, g.Mul(y, r), nil, false), x)
+		if err != nil {
+			g.Errorf("test", "%v", err)
+			return
+		}
+		g.SetOutput("dx", op.ReLU(g, grads[0]))
+	}},
+}
+
+// poolGradient outputs the gradient of a ReLU and a 3×3 stride-2 max pool
+// of x, as the benchmark suite's stem has.
+func poolGradient(g *tile.Graph, shape tile.Shape) {
+	x := g.Input("x", tile.Float32, shape)
+	y := op.MaxPool2D(g, op.ReLU(g, x), op.PoolOptions{Size: []int{3, 3}, Strides: []int{2, 2}, Padding: op.Same})
+	r := g.Input("r", tile.Float32, y.Shape())
+	grads, err := grad.Grad(g, op.Sum(g, g.Mul(y, r), nil, false), x)
+	if err != nil {
+		g.Errorf("test", "%v", err)
+		return
+	}
+	g.SetOutput("dx", grads[0])
+}
+
+// TestRowSelectsBothWays runs rowSelectCases with row-uniform selects and
+// lane by lane, each against the interpreter, and checks that some kernel
+// compiles one.
+func TestRowSelectsBothWays(t *testing.T) {
+	d := New()
+	defer d.Close()
+	for _, c := range rowSelectCases {
+		g := tile.NewGraph(c.name)
+		c.build(g)
+		p := compileFor(t, d, g)
+		found := false
+		for _, k := range p.Kernels {
+			k = rewriteKernel(p, k)
+			switch {
+			case len(k.Reduce) == 0:
+				s := newSpace(p, k, mergePeriodic, partAll)
+				found = found || newBuilder(s, s.nout-1, progBody, &regs{}).value(k.Body).rowSelects > 0
+			case k.Schedule.Strategy == "gemm" && k.Epilogue != nil:
+				found = found || newEpilogueRunner(p, k, &regs{}).prog.rowSelects > 0
+			}
+		}
+		if !found {
+			t.Errorf("%s: no kernel has a row-uniform select", c.name)
+		}
+		for _, off := range []bool{false, true} {
+			disableRowSelect = off
+			checkProgram(t, d, p, 1, 5)
+		}
+		disableRowSelect = false
 	}
 }

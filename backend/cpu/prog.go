@@ -45,14 +45,15 @@ const (
 	opIndexValue
 	opRandom
 	opAcc
-	opIxLin   // integer register = affine form
-	opIxAdd   // a + b
-	opIxMulC  // a · c
-	opIxDiv   // ⌊a / c⌋
-	opIxMod   // a mod c
-	opIxValue // integer value of a value register
-	opCond    // clear mask lanes where the integer register is outside [0, c)
-	opCondVal // clear mask lanes where int(value) + ib is outside [0, c)
+	opIxLin      // integer register = affine form
+	opIxAdd      // a + b
+	opIxMulC     // a · c
+	opIxDiv      // ⌊a / c⌋
+	opIxMod      // a mod c
+	opIxValue    // integer value of a value register
+	opCond       // clear mask lanes where the integer register is outside [0, c)
+	opCondVal    // clear mask lanes where int(value) + ib is outside [0, c)
+	opSelectRows // each row's lanes from args[1] or args[2], as rowTest picks (rowselect.go)
 )
 
 // operand names a value register.
@@ -81,6 +82,7 @@ type instr struct {
 	// seedBuf ≥ 0: the seed is the element seedOff of that buffer (a
 	// scalar), read once per chunk.
 	seedBuf, seedOff int
+	rowTest          rowTest // opSelectRows
 }
 
 // loadPlan is a compiled Load.
@@ -153,6 +155,11 @@ type prog struct {
 	// loop (see markHoist); nhoist counts them.
 	hoist  []bool
 	nhoist int
+	// rowSelects counts the opSelectRows instructions; operandsOf lists,
+	// per instruction, those producing its value operands (-1: none), for
+	// the rows each must compute (needRows).
+	rowSelects int
+	operandsOf [][3]int
 }
 
 // markHoist marks the instructions of a body whose results are the same at
@@ -269,6 +276,9 @@ type builder struct {
 	absWhere  map[int]bool
 	absDim    map[*kir.Expr][]bool
 	unguarded map[*kir.Expr]bool
+	// outputRows: the program is only ever run on rows of output points
+	// (a matrix product's epilogue), reduction loops or not.
+	outputRows bool
 }
 
 type constKey struct {
@@ -324,6 +334,7 @@ func loadedValue(x *kir.Ix) (*kir.Expr, int, bool) {
 // value compiles e and makes it the program's result.
 func (b *builder) value(e *kir.Expr) *prog {
 	b.p.result = b.expr(e)
+	b.p.planRows()
 	if n := len(b.p.instrs); n > 0 {
 		last := &b.p.instrs[n-1]
 		b.p.directOK = last.dst == b.p.result.reg && last.lane == b.p.result.lane && last.op != opLoad && last.op != opAcc &&
@@ -375,6 +386,11 @@ func (b *builder) expr1(e *kir.Expr) operand {
 	case kir.Load:
 		return b.load(e)
 	case kir.Apply:
+		if e.Fn == tile.Select && b.rowUniformOK() {
+			if c, ok := b.rowCondOf(e.Args[0]); ok {
+				return b.rowSelect(e, c, l)
+			}
+		}
 		in := instr{op: opApply, lane: l, dt: e.DType, fn: e.Fn}
 		// Value operands share one lane: the result's, or for a
 		// comparison float32 when both are, else float64.
