@@ -1100,30 +1100,16 @@ func execLoadSomeRows(fr *frame, in *instr, s0, n int, need []bool) {
 	buf := fr.bufs[lp.buf]
 	m := fr.rows * n
 	if in.lane == laneF {
-		d := fr.outF(in.dst, m)
-		fv := float32(lp.fill)
-		for r, ok := range need {
-			if !ok {
-				continue
-			}
-			row := d[r*n : (r+1)*n]
-			off, lo, hi := loadRange(fr.rowVars[r], lp, s0, n)
-			if lo >= hi {
-				lo, hi = 0, 0
-			}
-			for i := 0; i < lo; i++ {
-				row[i] = fv
-			}
-			if hi > lo {
-				gatherToF32(row[lo:hi], buf, off+lp.flat.stride*lo, lp.flat.stride)
-			}
-			for i := hi; i < n; i++ {
-				row[i] = fv
-			}
-		}
+		loadSomeRows(fr, lp, s0, n, need, fr.outF(in.dst, m), float32(lp.fill), func(d []float32, off, st int) { gatherToF32(d, buf, off, st) })
 		return
 	}
-	d := fr.outD(in.dst, m)
+	loadSomeRows(fr, lp, s0, n, need, fr.outD(in.dst, m), lp.fill, func(d []float64, off, st int) { gatherD(d, buf, off, st) })
+}
+
+// loadSomeRows fills the rows of d that need marks: the lanes in range
+// gathered from the row's offset, the others fv.
+func loadSomeRows[T float32 | float64](fr *frame, lp *loadPlan, s0, n int, need []bool, d []T, fv T, gather func(d []T, off, st int)) {
+	st := lp.flat.stride
 	for r, ok := range need {
 		if !ok {
 			continue
@@ -1134,13 +1120,13 @@ func execLoadSomeRows(fr *frame, in *instr, s0, n int, need []bool) {
 			lo, hi = 0, 0
 		}
 		for i := 0; i < lo; i++ {
-			row[i] = lp.fill
+			row[i] = fv
 		}
 		if hi > lo {
-			gatherD(row[lo:hi], buf, off+lp.flat.stride*lo, lp.flat.stride)
+			gather(row[lo:hi], off+st*lo, st)
 		}
 		for i := hi; i < n; i++ {
-			row[i] = lp.fill
+			row[i] = fv
 		}
 	}
 }

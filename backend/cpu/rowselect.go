@@ -253,22 +253,17 @@ func execSelectRows(fr *frame, p *prog, k int, n int) {
 	}
 	m := rows * n
 	if in.lane == laneF {
-		d, x, y := fr.outF(in.dst, m), fr.f[a.reg][:m], fr.f[b.reg][:m]
-		for r := range rows {
-			if !need[r] {
-				continue
-			}
-			src := y
-			if pick[r] {
-				src = x
-			}
-			copy(d[r*n:(r+1)*n], src[r*n:(r+1)*n])
-		}
+		copyPicked(fr.outF(in.dst, m), fr.f[a.reg][:m], fr.f[b.reg][:m], n, need, pick)
 		return
 	}
-	d, x, y := fr.outD(in.dst, m), fr.d[a.reg][:m], fr.d[b.reg][:m]
-	for r := range rows {
-		if !need[r] {
+	copyPicked(fr.outD(in.dst, m), fr.d[a.reg][:m], fr.d[b.reg][:m], n, need, pick)
+}
+
+// copyPicked copies each row r of n lanes that need marks from x when
+// pick[r], else from y, into d.
+func copyPicked[T float32 | float64](d, x, y []T, n int, need, pick []bool) {
+	for r, ok := range need {
+		if !ok {
 			continue
 		}
 		src := y
