@@ -81,6 +81,16 @@ type gemmKernel struct {
 	innerK    int // K points per value of the split variable
 	partial   []float32
 	workers   int
+	// Folded batch (fold): the batch loops were moved in front of the
+	// column loops, making one product of foldPts·foldCols columns out of
+	// foldPts narrow ones. Column j of C is then at foldOff[j/foldCols] +
+	// r·ldc + j%foldCols in the output, so tiles are computed into the
+	// worker's scratch (foldRows rows at most) and copied out.
+	fold     bool
+	foldPts  int
+	foldCols int
+	foldRows int
+	foldOff  []int
 	// Run state.
 	x     *Executable
 	point int     // the batch point of per-point phases
@@ -262,6 +272,9 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 		rowConds, colConds = colConds, rowConds
 		g.nr, g.nc, g.ldc = 1, g.nr, g.nr
 	}
+	if g.foldable(rowSet, rowConds) {
+		g.foldBatch()
+	}
 	s := newSpace(p, k, mergeNone, 0)
 	g.rowOp = newGemmOperand(s, p, rowLoad, rowConds, g.rowVar, g.kVar, g.ext, true, r)
 	g.colOp = newGemmOperand(s, p, colLoad, colConds, g.colVar, g.kVar, g.ext, false, r)
@@ -289,7 +302,7 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 	}
 	flops := 2 * g.nr * g.nc * g.nk
 	switch {
-	case g.nr*g.nc <= 1<<14 && g.nk >= 1024 && g.splitVar >= 0:
+	case g.splitK():
 		g.split = min(g.ext[g.splitVar], 16, max(2, flops>>19))
 		g.mode = gemmSplitK
 		g.partial = make([]float32, g.split*g.nr*g.nc)
@@ -308,13 +321,104 @@ func newGemmKernel(p *kir.Program, k *kir.Kernel, r *regs) (*gemmKernel, bool) {
 		g.mbMax = max(1, min(g.nr, 2048, max(32, 65536/max(1, g.nk))))
 		// A packed block of columns is at most 512 KiB, but at least
 		// two kernel tiles wide.
+		_, nr := gemm.Tile()
 		g.colMax = g.nc
 		if !g.colOp.plain {
-			_, nr := gemm.Tile()
 			g.colMax = min(g.nc, max(2*nr, (1<<17)/max(1, g.nk)/nr*nr))
+		}
+		if g.fold {
+			// A tile of C in scratch is at most 256 KiB.
+			mr, _ := gemm.Tile()
+			g.colMax = min(g.colMax, 16*nr)
+			g.foldRows = max(mr, (1<<16)/g.colMax/mr*mr)
 		}
 	}
 	return g, true
+}
+
+// splitK reports whether the product is run by splitting K: small outputs
+// with long sums (foldable keeps such products per point).
+func (g *gemmKernel) splitK() bool {
+	return g.nr*g.nc <= 1<<14 && g.nk >= 1024 && g.splitVar >= 0
+}
+
+// foldable reports whether the batch loops should join the columns: the
+// row operand (whose loads and conditions use rowSet's variables and
+// rowConds) must not read them, and each batch point's product must be
+// narrow, so that it fills few micro-kernel tiles and gives the workers
+// little to share (a channels-first convolution at 7×7 pixels has 49
+// columns per image). Folded, the product is one matrix of every point's
+// columns, packed and tiled once, at the cost of copying each tile of C
+// from scratch into place.
+func (g *gemmKernel) foldable(rowSet map[int]bool, rowConds []kir.Cond) bool {
+	if len(g.batch) == 0 || g.nb <= 1 || g.nr <= 1 || g.nc >= foldMaxCols || g.ldc < g.nc {
+		return false
+	}
+	for _, v := range g.batch {
+		if rowSet[v] {
+			return false
+		}
+		for _, c := range rowConds {
+			set := map[int]bool{}
+			kir.IxVars(c.X, set)
+			if set[v] {
+				return false
+			}
+		}
+	}
+	// A product that would be split over K stays per point.
+	return g.nb*g.nr*g.nc > 1<<14 || g.nk < 1024
+}
+
+// foldMaxCols is the widest per-point product whose batch is folded into
+// its columns: at 1024 columns and more a point already fills 32 tiles of
+// the widest micro-kernel.
+const foldMaxCols = 1024
+
+// foldBatch moves the batch loops in front of the column loops.
+func (g *gemmKernel) foldBatch() {
+	g.fold, g.foldPts, g.foldCols = true, g.nb, g.nc
+	g.foldOff = make([]int, g.nb)
+	bv := make([]int, len(g.batch))
+	for b := range g.nb {
+		q := b
+		for i := len(g.batch) - 1; i >= 0; i-- {
+			bv[i] = q % g.ext[g.batch[i]]
+			q /= g.ext[g.batch[i]]
+		}
+		g.foldOff[b] = g.cOffset(bv)
+	}
+	g.colVar = slices.Concat(g.batch, g.colVar)
+	g.nc *= g.nb
+	g.batch, g.nb = nil, 1
+}
+
+// unfold copies rows [r0, r1) and columns [j0, j1) of C, computed into t
+// (leading dimension j1-j0), into place in c and applies the epilogue.
+func (g *gemmKernel) unfold(fr *frame, c, t []float32, r0, r1, j0, j1 int) {
+	if g.needEpi {
+		g.epi.bind(fr)
+	}
+	ldt := j1 - j0
+	for j := j0; j < j1; {
+		b, at := j/g.foldCols, j%g.foldCols
+		n := min(g.foldCols-at, j1-j)
+		base := g.foldOff[b] + at
+		for r := r0; r < r1; r++ {
+			o := base + r*g.ldc
+			copy(c[o:o+n], t[(r-r0)*ldt+j-j0:])
+		}
+		switch {
+		case !g.needEpi:
+		case n == g.ldc:
+			g.epi.apply(fr, c, base+r0*g.ldc, base+r1*g.ldc)
+		default:
+			for r := r0; r < r1; r++ {
+				g.epi.apply(fr, c, base+r*g.ldc, base+r*g.ldc+n)
+			}
+		}
+		j += n
+	}
 }
 
 // intScratch returns the per-worker integers the kernel's packers need.
@@ -343,6 +447,9 @@ func (g *gemmKernel) packScratch() int {
 		}
 		if !g.colOp.plain {
 			n += g.colMax * g.nk
+		}
+		if g.fold {
+			n += g.foldRows * g.colMax
 		}
 		return n
 	case gemmSplitK:
@@ -768,6 +875,12 @@ func (g *gemmKernel) runTask(w, t int) {
 		j0, j1 := g.colRange(t % g.nbj)
 		a, lda, ta := g.rowBlock(fr, x, bv, r0, r1, -1, 0, 0, fr.pack)
 		b, ldb, tb := g.colBlock(fr, x, bv, j0, j1)
+		if g.fold {
+			t := fr.pack[g.foldAt():]
+			gemm.Sgemm(ta, tb, r1-r0, j1-j0, g.nk, 1, a, lda, b, ldb, 0, t, j1-j0)
+			g.unfold(fr, c, t, r0, r1, j0, j1)
+			return
+		}
 		gemm.Sgemm(ta, tb, r1-r0, j1-j0, g.nk, 1, a, lda, b, ldb, 0, c[cOff+r0*g.ldc+j0:], g.ldc)
 		g.finishRows(fr, c, cOff, r0, r1, j0, j1)
 	case phaseSplit:
@@ -863,6 +976,9 @@ func (g *gemmKernel) tile(w int) {
 		if !g.rowOp.plain {
 			mb = min(mb, g.mbMax)
 		}
+		if g.fold {
+			mb = min(mb, g.foldRows)
+		}
 		nbi := ceil(g.nr, mb)
 		ncb := min(g.colMax, ceil(colTiles, min(colTiles, ceil(want, nbi)))*nr)
 		nbj := ceil(g.nc, ncb)
@@ -880,6 +996,19 @@ func (g *gemmKernel) tile(w int) {
 	if !g.fuse && g.colPacked == nil {
 		g.colPacked = make([]float32, g.nk*g.nc)
 	}
+}
+
+// foldAt is where a folded product's tile of C starts in a worker's
+// packing scratch: after the packed rows and columns.
+func (g *gemmKernel) foldAt() int {
+	n := 0
+	if !g.rowOp.plain {
+		n += g.mbMax * g.nk
+	}
+	if !g.colOp.plain {
+		n += g.colMax * g.nk
+	}
+	return n
 }
 
 // colRange returns the columns of column block j.

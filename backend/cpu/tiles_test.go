@@ -128,3 +128,70 @@ func TestChannelsFirstConvTiles(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldedBatch checks products whose batch loops join their columns
+// (foldBatch): channels-first convolutions of a few pixels per image, their
+// tiles of C computed in scratch and copied into place across image
+// boundaries, against the reference device, bit for bit alike on one
+// worker and on several; and that a batched product whose rows read the
+// batch (attention's) is not folded.
+func TestFoldedBatch(t *testing.T) {
+	type conv struct{ n, c, h, w, m, k, stride, pad int }
+	graphs := map[string]*tile.Graph{}
+	for _, c := range []conv{
+		{4, 24, 7, 7, 40, 3, 1, 1},
+		{3, 16, 5, 9, 70, 3, 2, 1},
+		{5, 64, 7, 7, 130, 1, 1, 0}, // a 1×1 convolution: plain columns per image
+		{17, 8, 3, 3, 33, 3, 1, 1},  // column blocks over many images
+	} {
+		graphs[fmt.Sprintf("%+v", c)] = cfConv(c.n, c.c, c.h, c.w, c.m, c.k, c.stride, c.pad)
+	}
+	bmm := tile.NewGraph("bmm")
+	a := bmm.Input("a", tile.Float32, tile.Shape{6, 40, 24})
+	b := bmm.Input("b", tile.Float32, tile.Shape{6, 24, 20})
+	bi, ii, ji, ki := tile.Ix("b"), tile.Ix("i"), tile.Ix("j"), tile.Ix("k")
+	bmm.SetOutput("y", bmm.Contract(tile.Sum, tile.CombMul, tile.Shape{6, 40, 20}, []tile.Affine{bi, ii, ji},
+		[]tile.Operand{{Tensor: a, Index: []tile.Affine{bi, ii, ki}}, {Tensor: b, Index: []tile.Affine{bi, ki, ji}}}))
+	graphs["bmm"] = bmm
+	for name, g := range graphs {
+		feeds := randomFeeds(g, 5)
+		want := runGraph(t, reference.New(), g, feeds)["y"]
+		scale := 0.0
+		for _, x := range want {
+			scale = math.Max(scale, math.Abs(float64(x)))
+		}
+		var first []float32
+		for _, workers := range []int{1, 3} {
+			d := New(Cache(false), Workers(workers))
+			x, err := d.Compile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			folded := 0
+			for _, k := range x.(*Executable).kernels {
+				if kk, ok := k.(*gemmKernel); ok && kk.fold {
+					folded++
+				}
+			}
+			if wantFold := name != "bmm"; (folded == 1) != wantFold {
+				t.Errorf("%s: %d folded products", name, folded)
+			}
+			got := runGraph(t, d, g, feeds)["y"]
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); d > 1e-4*scale+1e-5 {
+					t.Fatalf("%s on %d workers: y[%d] = %g, reference %g", name, workers, i, got[i], want[i])
+				}
+			}
+			if first == nil {
+				first = got
+			}
+			for i := range first {
+				if math.Float32bits(got[i]) != math.Float32bits(first[i]) {
+					t.Fatalf("%s: y[%d] = %g on %d workers, %g on 1", name, i, got[i], workers, first[i])
+				}
+			}
+			x.Close()
+			d.Close()
+		}
+	}
+}
