@@ -217,9 +217,19 @@ func groupedConv(c *ctx, x, wt *tile.Tensor, win window, groups int) *tile.Tenso
 	for i := range win.kernel {
 		wAcc = append(wAcc, tile.Ix(fmt.Sprintf("k%d", i)))
 	}
+	xAcc := append([]tile.Affine{n, gi.Times(cg).Plus(ci)}, in...)
+	if mg == 1 {
+		// One output channel per group (a depthwise convolution): the
+		// group is the output channel, and with no reshape after it the
+		// bias and activation that follow fuse into the contraction.
+		wAcc[0] = gi
+		shape := append(tile.Shape{x.Dim(0), m}, win.out...)
+		return g.Contract(tile.Sum, tile.CombMul, shape, append([]tile.Affine{n, gi}, out...),
+			[]tile.Operand{{Tensor: x, Index: xAcc}, {Tensor: wt, Index: wAcc}})
+	}
 	shape := append(tile.Shape{x.Dim(0), groups, mg}, win.out...)
 	y := g.Contract(tile.Sum, tile.CombMul, shape, append([]tile.Affine{n, gi, mo}, out...),
-		[]tile.Operand{{Tensor: x, Index: append([]tile.Affine{n, gi.Times(cg).Plus(ci)}, in...)}, {Tensor: wt, Index: wAcc}})
+		[]tile.Operand{{Tensor: x, Index: xAcc}, {Tensor: wt, Index: wAcc}})
 	return g.Reshape(y, append(tile.Shape{x.Dim(0), m}, win.out...))
 }
 
