@@ -202,6 +202,7 @@ func TestCompiledGraphsMatchInterpreter(t *testing.T) {
 	}
 	cases = append(cases, periodicCases...)
 	cases = append(cases, rowSelectCases...)
+	cases = append(cases, guardMergeCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var g *tile.Graph
@@ -284,6 +285,60 @@ func TestPeriodicLoadsMerge(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s: no kernel merges its channel loop through a periodic load", c.name)
+		}
+	}
+}
+
+// guardMergeCases are reductions whose guards (Where conditions, the
+// bounds of loads that may leave their buffer) read an output loop but not
+// the one after it, so that the loops merge with the guards rescaled
+// (condForm): a pooling gradient cut into phases, and a window whose
+// constraint on the difference of an output and a reduction variable has
+// the output's coefficient +1 or -1.
+var guardMergeCases = []struct {
+	name  string
+	build func(g *tile.Graph)
+}{
+	{"guardmerge_pool_16x18", func(g *tile.Graph) { poolGradient(g, tile.Shape{2, 16, 18, 8}) }},
+	{"guardmerge_plus", func(g *tile.Graph) { guardedWindow(g, 1, 2) }},
+	{"guardmerge_minus", func(g *tile.Graph) { guardedWindow(g, -1, 3) }},
+}
+
+// guardedWindow sums x (4, 9, 16) over a window of 4 along its middle axis,
+// y[n, i, c] = Σ_k x[n, i+k-1, c] where 0 ≤ sign·i - sign·k + konst < 5:
+// the load's bound and the constraint both guard the rows.
+func guardedWindow(g *tile.Graph, sign, konst int) {
+	x := g.Input("x", tile.Float32, tile.Shape{4, 9, 16})
+	n, i, k, c := tile.Ix("n"), tile.Ix("i"), tile.Ix("k"), tile.Ix("c")
+	g.SetOutput("y", g.Contract(tile.Sum, tile.CombNone, tile.Shape{4, 9, 16}, []tile.Affine{n, i, c},
+		[]tile.Operand{{Tensor: x, Index: []tile.Affine{n, i.Plus(k).AddConst(-1), c}}},
+		tile.Constraint{Expr: k, Bound: 4},
+		tile.Constraint{Expr: i.Times(sign).Plus(k.Times(-sign)).AddConst(konst), Bound: 5}))
+}
+
+// TestGuardsRescaledMerge checks that some reduction kernel of each of
+// guardMergeCases merges its loops through rescaled guards, so that
+// TestCompiledGraphsMatchInterpreter exercises them.
+func TestGuardsRescaledMerge(t *testing.T) {
+	d := New()
+	defer d.Close()
+	for _, c := range guardMergeCases {
+		g := tile.NewGraph(c.name)
+		c.build(g)
+		p := compileFor(t, d, g)
+		found := false
+		for _, k := range p.Kernels {
+			if len(k.Reduce) == 0 || k.Schedule.Strategy == "gemm" {
+				continue
+			}
+			k = rewriteKernel(p, k)
+			s := newSpace(p, k, mergeAffine, partAll)
+			for _, cf := range s.condOf {
+				found = found || cf.scaled
+			}
+		}
+		if !found {
+			t.Errorf("%s: no reduction merges its loops through a rescaled guard", c.name)
 		}
 	}
 }

@@ -363,8 +363,23 @@ func (lk *loopsKernel) clip(b *builder, p *kir.Program) {
 	}
 	conds := make([]kir.AffineCond, len(gs))
 	for i, g := range gs {
-		l := s.lin(&affineIx{g.Coef, g.Konst})
-		conds[i] = kir.AffineCond{Coef: make([]int, len(s.ext)), Konst: l.c, Bound: g.Bound}
+		// The space's form of the condition, which merging may have
+		// rescaled.
+		a, bound := &affineIx{g.Coef, g.Konst}, g.Bound
+		var cf *condForm
+		if src := srcs[i]; src.Load == nil {
+			cf = s.cond(lk.k.Where[src.Where])
+		} else if li := s.loads[src.Load]; li != nil && li.class == loadChecked {
+			cf = li.dimForm[src.Dim]
+		}
+		if cf != nil {
+			a, bound = cf.aff, cf.bound
+		}
+		// Otherwise the guard is a dimension of a load with some index
+		// that is not affine, whose forms all took part in the merging
+		// test as they are.
+		l := s.lin(a)
+		conds[i] = kir.AffineCond{Coef: make([]int, len(s.ext)), Konst: l.c, Bound: bound}
 		for _, t := range l.terms {
 			conds[i].Coef[t.loop] = t.coef
 		}

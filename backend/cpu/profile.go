@@ -52,8 +52,12 @@ func (x *Executable) Profile() ([]backend.KernelTime, error) {
 	return out, nil
 }
 
-// executorName names the executor type of a kernel runner.
+// executorName names the executor type of a kernel runner ("gemm folded"
+// for a product whose batch joins its columns).
 func executorName(k kernelRunner) string {
+	if g, ok := k.(*gemmKernel); ok && g.fold {
+		return "gemm folded"
+	}
 	n := fmt.Sprintf("%T", k)
 	n = strings.TrimPrefix(n, "*cpu.")
 	return strings.TrimSuffix(n, "Kernel")

@@ -298,6 +298,10 @@ func (b *builder) where(conds []kir.Cond) {
 		if b.absWhere[i] {
 			continue
 		}
+		if cf := b.s.cond(c); cf != nil {
+			b.p.checks = append(b.p.checks, rangeCheck{b.s.lin(cf.aff).forAxis(b.axis), cf.bound})
+			continue
+		}
 		info := b.s.ix(c.X)
 		if info.aff != nil {
 			b.p.checks = append(b.p.checks, rangeCheck{b.s.lin(info.aff).forAxis(b.axis), c.Bound})
@@ -674,14 +678,15 @@ func (b *builder) loadIn(e *kir.Expr, l lane) operand {
 			lp.invariant = len(lp.flat.terms) == 0
 			break
 		}
-		for d := range info.dims {
-			l := b.s.lin(&info.dims[d]).forAxis(b.axis)
+		for d, cf := range info.dimForm {
+			if cf == nil {
+				continue // in range everywhere
+			}
+			l := b.s.lin(cf.aff).forAxis(b.axis)
 			if lp.skip && !b.absorbed(e, d) {
-				b.p.checks = append(b.p.checks, rangeCheck{l, buf.Shape[d]})
+				b.p.checks = append(b.p.checks, rangeCheck{l, cf.bound})
 			}
-			if !info.dimIn[d] {
-				lp.dims, lp.bounds = append(lp.dims, l), append(lp.bounds, buf.Shape[d])
-			}
+			lp.dims, lp.bounds = append(lp.dims, l), append(lp.bounds, cf.bound)
 		}
 		lp.skip = false // handled by the checks
 	case loadGeneral:

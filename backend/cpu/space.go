@@ -193,7 +193,10 @@ type loadInfo struct {
 	dimIn   []bool     // dimension d's index is in range at every point
 	flat    affineIx   // row-major offset (direct and checked)
 	dims    []affineIx // per-dimension indices (checked)
-	ix      []*kir.Ix  // simplified per-dimension indices
+	// dimForm[d] is dimension d's bound check 0 ≤ dims[d] < its extent as
+	// merging may rescale it (see condForm); nil where dimIn[d] (checked).
+	dimForm []*condForm
+	ix      []*kir.Ix // simplified per-dimension indices
 }
 
 // space is the loop structure of one kernel and the analysis of its index
@@ -225,6 +228,35 @@ type space struct {
 	flats      map[*affineIx]bool
 	periodicOK bool
 	periodic   map[*affineIx]periodicTerm
+	// conds holds the affine Where conditions' own forms (not shared with
+	// any index), which merging may rescale (see canMerge).
+	conds  map[condKey]*condForm
+	condOf map[*affineIx]*condForm
+}
+
+// condKey names a Where condition.
+type condKey struct {
+	x     *kir.Ix
+	bound int
+}
+
+// condForm is an affine Where condition, or the bound check of a checked
+// load's dimension, 0 ≤ aff < bound as the space sees it: merging a loop variable v into the run before it rescales a
+// condition that reads the run but not v, 0 ≤ ±u + r < B (u the run's
+// coordinate, r the rest), to 0 ≤ e·(±u + r) + (±(v - lo) or e-1-(v-lo)) <
+// e·B, e being v's extent: the same points, now affine in the merged
+// coordinate (a guard on the rows of a pooling gradient's window, which
+// would otherwise keep each row one channel vector long).
+type condForm struct {
+	aff    *affineIx
+	bound  int
+	scaled bool // rescaled by some merge
+}
+
+// cond returns the space's form of Where condition c, or nil when c is not
+// affine.
+func (s *space) cond(c kir.Cond) *condForm {
+	return s.conds[condKey{c.X, c.Bound}]
 }
 
 // periodicTerm is the part of a direct load's offset along a merged loop
@@ -255,11 +287,24 @@ const (
 func newSpace(p *kir.Program, k *kir.Kernel, merge mergeMode, parts int) *space {
 	s := &space{p: p, k: k, nv: k.NumVars(), ranges: k.VarRanges(),
 		loads: map[*kir.Expr]*loadInfo{}, ixs: map[*kir.Ix]*ixInfo{},
-		flats: map[*affineIx]bool{}, periodicOK: merge == mergePeriodic, periodic: map[*affineIx]periodicTerm{}}
+		flats: map[*affineIx]bool{}, periodicOK: merge == mergePeriodic, periodic: map[*affineIx]periodicTerm{},
+		conds: map[condKey]*condForm{}, condOf: map[*affineIx]*condForm{}}
 	s.pinned = make([]bool, s.nv)
 	if parts&partWhere != 0 {
 		for _, c := range k.Where {
-			s.ix(c.X)
+			key := condKey{c.X, c.Bound}
+			if s.conds[key] != nil {
+				continue
+			}
+			coef, konst, ok := kir.LinearForm(kir.Simplify(c.X, s.ranges), s.nv)
+			if !ok {
+				s.ix(c.X)
+				continue
+			}
+			a := &affineIx{coef: coef, konst: konst}
+			cf := &condForm{aff: a, bound: c.Bound}
+			s.conds[key], s.condOf[a] = cf, cf
+			s.affines = append(s.affines, a)
 		}
 	}
 	if parts&partBody != 0 {
@@ -368,13 +413,21 @@ func (s *space) load(e *kir.Expr) *loadInfo {
 		li.class = loadChecked
 		strides := shape.Strides()
 		li.flat = affineIx{coef: make([]int, s.nv)}
+		li.dimForm = make([]*condForm, len(li.dims))
 		for d := range li.dims {
-			s.affines = append(s.affines, &li.dims[d])
 			for v, c := range li.dims[d].coef {
 				li.flat.coef[v] += c * strides[d]
 			}
 			li.flat.konst += li.dims[d].konst * strides[d]
+			if !li.dimIn[d] {
+				// Checked: a condition like the Where ones.
+				a := &li.dims[d]
+				cf := &condForm{aff: a, bound: shape[d]}
+				li.dimForm[d], s.condOf[a] = cf, cf
+				s.affines = append(s.affines, a)
+			}
 		}
+		s.affines = append(s.affines, &li.flat)
 		return li
 	}
 	li.class = loadGeneral
@@ -435,9 +488,13 @@ func (s *space) canMerge(run []int, v int) bool {
 	if e <= 0 || s.ranges[u].Hi < s.ranges[u].Lo {
 		return false
 	}
-	var periodic []*affineIx
+	var periodic, scaled []*affineIx
 	for _, a := range s.affines {
 		if a.coef[u] == a.coef[v]*e {
+			continue
+		}
+		if s.condOf[a] != nil && a.coef[v] == 0 && abs(a.coef[u]) == 1 {
+			scaled = append(scaled, a)
 			continue
 		}
 		if !s.periodicOK || v != len(s.k.Shape)-1 || !s.flats[a] || a.coef[v] == 0 {
@@ -452,6 +509,20 @@ func (s *space) canMerge(run []int, v int) bool {
 	}
 	for _, a := range periodic {
 		s.periodic[a] = periodicTerm{v: v, coef: a.coef[v], period: e}
+	}
+	for _, a := range scaled {
+		sign := a.coef[u]
+		for w := range a.coef {
+			a.coef[w] *= e
+		}
+		a.konst *= e
+		a.coef[v] = sign
+		a.konst -= sign * s.ranges[v].Lo
+		if sign < 0 {
+			a.konst += e - 1
+		}
+		s.condOf[a].bound *= e
+		s.condOf[a].scaled = true
 	}
 	return true
 }
