@@ -60,6 +60,27 @@ type frame struct {
 	// rowNeed and rowPick are the rows each instruction computes and each
 	// row-uniform select picks (prog.needRows).
 	rowNeed, rowPick []bool
+	// periodic keeps the lanes of periodic float32 loads between the
+	// chunks of one task (see execLoadPeriodic); task counts the tasks
+	// begun, and an entry of an earlier task is stale, since the buffers
+	// may have been written since.
+	periodic map[*instr]*periodicLanes
+	task     uint64
+}
+
+// periodicLanes is the last chunk a periodic load filled: the task, the
+// base offset of its rows, its phase, rows and lanes.
+type periodicLanes struct {
+	task              uint64
+	base, ph, rows, n int
+	lanes             []float32
+}
+
+// frame returns worker w's frame for a new task.
+func (x *Executable) frame(w int) *frame {
+	fr := x.frames[w]
+	fr.task++
+	return fr
 }
 
 func newFrame(bufs []*buffer, nvars int, r regs, pack, ints int) *frame {
@@ -1065,7 +1086,24 @@ func execLoadPeriodic(fr *frame, in *instr, s0, n int) {
 		return fr.vars
 	}
 	if in.lane == laneF {
-		d := fr.outF(in.dst, m)
+		var d []float32
+		if rows == 1 || lp.invariant {
+			// Every row starts at the same offset: chunks of equal phase
+			// and size hold the same lanes, so a chunk like the last one
+			// reuses its lanes (as a direct load points at memory).
+			pl, hit := fr.periodicOf(in, lp.flat.base(vars(0)), ph, rows, n)
+			if hit {
+				fr.f[in.dst] = pl.lanes[:m:m]
+				return
+			}
+			if pl != nil {
+				d = pl.lanes[:m:m]
+				fr.f[in.dst] = d
+			}
+		}
+		if d == nil {
+			d = fr.outF(in.dst, m)
+		}
 		for r := range rows {
 			row := d[r*n : (r+1)*n]
 			if r > 0 && lp.invariant {
@@ -1080,6 +1118,34 @@ func execLoadPeriodic(fr *frame, in *instr, s0, n int) {
 	for r := range rows {
 		fillRowD(d[r*n:(r+1)*n], lp.flat.base(vars(r)))
 	}
+}
+
+// periodicOf returns the lanes kept for the periodic load in of a chunk
+// whose rows start at base, and whether they already hold that chunk's
+// (filled in this task at the same phase, rows and lanes). When they do
+// not, the entry is set to describe the chunk about to be filled into
+// its lanes. It returns nil when in writes the output memory directly.
+func (fr *frame) periodicOf(in *instr, base, ph, rows, n int) (*periodicLanes, bool) {
+
+	if in.dst == fr.directReg && fr.direct != nil {
+		return nil, false
+	}
+	pl := fr.periodic[in]
+	if pl == nil {
+		if fr.periodic == nil {
+			fr.periodic = map[*instr]*periodicLanes{}
+		}
+		pl = &periodicLanes{lanes: make([]float32, chunk)}
+		fr.periodic[in] = pl
+	}
+	if pl.task == fr.task && pl.base == base && pl.ph == ph && pl.rows == rows && pl.n == n {
+		return pl, true
+	}
+	if len(pl.lanes) < rows*n {
+		pl.lanes = make([]float32, rows*n)
+	}
+	pl.task, pl.base, pl.ph, pl.rows, pl.n = fr.task, base, ph, rows, n
+	return pl, false
 }
 
 // anyAll reports whether some and whether all of v are set.

@@ -857,7 +857,7 @@ func (g *gemmKernel) epiRows() int {
 
 func (g *gemmKernel) runTask(w, t int) {
 	x := g.x
-	fr := x.frames[w]
+	fr := x.frame(w)
 	fr.rows = 1
 	c := g.cTarget(x)
 	b := g.point

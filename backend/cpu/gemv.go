@@ -443,7 +443,7 @@ func (g *gemvKernel) epiSpan() int {
 
 // finish applies the epilogue to epilogue task t's output points.
 func (g *gemvKernel) finish(w, t int) {
-	fr := g.x.frames[w]
+	fr := g.x.frame(w)
 	fr.rows = 1
 	g.epi.bind(fr)
 	n := g.nb * g.np * g.nj

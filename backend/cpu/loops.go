@@ -193,7 +193,7 @@ func (lk *loopsKernel) run(x *Executable) {
 }
 
 func (lk *loopsKernel) runTask(w, t int) {
-	fr := lk.x.frames[w]
+	fr := lk.x.frame(w)
 	lk.body.bind(fr)
 	if lk.epi != nil {
 		lk.epi.bind(fr)

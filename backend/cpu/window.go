@@ -794,7 +794,7 @@ func (w *windowKernel) run(x *Executable) {
 }
 
 func (w *windowKernel) runTask(wk, t int) {
-	fr := w.x.frames[wk]
+	fr := w.x.frame(wk)
 	// Positions of the output variables, the channel's (0, read by no
 	// table), then the reduction variables'.
 	pos := fr.vars[:len(w.outer)+1+len(w.red)]
