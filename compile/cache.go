@@ -24,7 +24,7 @@ import (
 // CompilerVersion is mixed into every cache key; change it whenever the
 // compiler's output for some graph changes, or the format of cache entries
 // does, so that stale programs are never loaded.
-const CompilerVersion = "tartan-compile/11"
+const CompilerVersion = "tartan-compile/12"
 
 // CompileCached is Compile with an on-disk cache. Programs are stored under
 // $XDG_CACHE_HOME/tartan/programs (~/.cache/tartan when XDG_CACHE_HOME is

@@ -28,6 +28,10 @@ type fusion struct {
 	cost         []int
 	special      []bool // outputs and update values
 	onCycle      []bool // nodes on a recurrence's cycle (cycleNodes)
+	// chain: the node lies inside an epilogue chain, between a hosted
+	// contraction and its root, and is inlined into the root however many
+	// times the chain reads it.
+	chain []bool
 }
 
 // fuse is pass 4's decision half (emit.go builds the kernels). Its rules:
@@ -58,7 +62,7 @@ type fusion struct {
 func fuse(g *graph, nests []*nest) *fusion {
 	n := len(g.nodes)
 	f := &fusion{g: g, nests: nests, consumers: make([][]*node, n), uses: make([]int, n), mat: make([]bool, n),
-		hosted: make([]int, n), root: make([]int, n), cost: make([]int, n), special: make([]bool, n)}
+		hosted: make([]int, n), root: make([]int, n), cost: make([]int, n), special: make([]bool, n), chain: make([]bool, n)}
 	for i := range f.hosted {
 		f.hosted[i], f.root[i] = -1, -1
 	}
@@ -115,19 +119,24 @@ func fuse(g *graph, nests []*nest) *fusion {
 		if !elementwiseLike(r) || !r.shape.Equal(c.shape) {
 			continue
 		}
-		for !forced[r.id] {
-			cs := f.consumers[r.id]
-			if f.uses[r.id] != 1 || !elementwiseLike(cs[0]) || !cs[0].shape.Equal(r.shape) {
+		var inner []*node // the chain's nodes before the root
+		for !forced[r.id] && !f.chain[r.id] {
+			next, side := f.chainNext(r, forced)
+			if next == nil {
 				break
 			}
-			r = cs[0]
+			inner = append(append(inner, r), side...)
+			r = next
 		}
-		if f.hosted[r.id] >= 0 {
-			continue
+		if f.hosted[r.id] >= 0 || f.chain[r.id] {
+			continue // another contraction's chain got there first
 		}
 		forced[r.id], f.mat[r.id] = true, true
 		f.hosted[r.id], f.root[c.id] = c.id, r.id
 		f.mat[c.id] = false
+		for _, x := range inner {
+			f.chain[x.id] = true
+		}
 	}
 	// Inlining decisions, producers first.
 	for _, x := range g.nodes {
@@ -144,6 +153,8 @@ func fuse(g *graph, nests []*nest) *fusion {
 			gemmUse = gemmUse || gemmShaped(nests[c.id])
 		}
 		switch {
+		case f.chain[x.id]:
+			// Inside an epilogue chain: computed from the accumulator.
 		case gemmUse && !f.pureView(x):
 			f.mat[x.id] = true
 		case f.cost[x.id] >= smallChainCost && !f.onCycle[x.id] && f.broadcastInto(x):
@@ -155,6 +166,49 @@ func fuse(g *graph, nests []*nest) *fusion {
 		}
 	}
 	return f
+}
+
+// chainNext returns the node an epilogue chain continues to from r, and
+// the side nodes it passes on the way, or nil where the chain ends. A node
+// read once continues to its consumer; a node read by several continues
+// to the join j of a diamond: one of its consumers j such that every other
+// consumer is read once, by j (select(x ≤ 0, 0, x) after a bias or a batch
+// norm: x feeds the comparison and the select). Every node taken is
+// elementwise, of r's shape, in no other chain and not on a
+// recurrence's cycle; the side nodes are not stored anyway either (the
+// join may be: the chain then ends there).
+func (f *fusion) chainNext(r *node, forced []bool) (*node, []*node) {
+	ok := func(x *node) bool {
+		return elementwiseLike(x) && x.shape.Equal(r.shape) && !f.chain[x.id] && !f.onCycle[x.id]
+	}
+	cs := f.consumers[r.id]
+	if f.uses[r.id] == 1 {
+		if !elementwiseLike(cs[0]) || !cs[0].shape.Equal(r.shape) {
+			return nil, nil
+		}
+		return cs[0], nil
+	}
+	for _, j := range cs {
+		if !ok(j) || f.special[r.id] || f.onCycle[r.id] {
+			continue
+		}
+		var side []*node
+		joined := true
+		for _, a := range cs {
+			if a == j {
+				continue
+			}
+			if !ok(a) || forced[a.id] || f.uses[a.id] != 1 || f.consumers[a.id][0] != j {
+				joined = false
+				break
+			}
+			side = append(side, a)
+		}
+		if joined {
+			return j, side
+		}
+	}
+	return nil, nil
 }
 
 // smallChainCost is the inlined-expression cost from which a node that a

@@ -50,6 +50,43 @@ func TestFusion(t *testing.T) {
 				t.Errorf("want the conv loops with an epilogue:\n%s", k)
 			}
 		}},
+		{"conv_bias_select_relu_is_one_kernel", func(g *tile.Graph) {
+			// ReLU as op.ReLU writes it: the biased value feeds both the
+			// comparison and the select, a diamond the chain goes through.
+			b := g.Input("b", f64, s(4))
+			y := g.Add(conv2dForward(g, 1), b)
+			zero := g.Scalar(0, f64)
+			g.SetOutput("y", g.Select(g.Elementwise(tile.Le, y, zero), zero, y))
+		}, 1, func(t *testing.T, p *kir.Program) {
+			if k := p.Kernels[0]; k.Epilogue == nil || len(k.Reduce) != 3 || countApply(k.Epilogue, tile.Select) != 1 {
+				t.Errorf("want the conv loops with the select in the epilogue:\n%s", k)
+			}
+		}},
+		{"two_chains_joining_fuse_one", func(g *tile.Graph) {
+			// A residual block's end: relu(a·s + b + c·t) of two
+			// products; one hosts the chain, the other is stored.
+			x, w, v := g.Input("x", f64, s(3, 4)), g.Input("w", f64, s(4, 5)), g.Input("v", f64, s(4, 5))
+			sc, b := g.Input("s", f64, s(5)), g.Input("b", f64, s(5))
+			a := contract(g, tile.Sum, tile.CombMul, s(3, 5), "i, j", []tile.Operand{opd(x, "i, k"), opd(w, "k, j")})
+			c := contract(g, tile.Sum, tile.CombMul, s(3, 5), "i, j", []tile.Operand{opd(x, "i, k"), opd(v, "k, j")})
+			y := g.Add(g.Add(g.Mul(a, sc), b), g.Mul(c, sc))
+			zero := g.Scalar(0, f64)
+			g.SetOutput("y", g.Select(g.Elementwise(tile.Le, y, zero), zero, y))
+		}, 2, func(t *testing.T, p *kir.Program) {
+			if k := p.Kernels[1]; k.Epilogue == nil || countApply(k.Epilogue, tile.Select) != 1 {
+				t.Errorf("want the second product to host the chain:\n%s", p)
+			}
+		}},
+		{"diamond_side_read_elsewhere_is_not_joined", func(g *tile.Graph) {
+			// The comparison is an output too: it is computed by a kernel
+			// of its own, and the chain ends before the diamond.
+			b := g.Input("b", f64, s(4))
+			y := g.Add(conv2dForward(g, 1), b)
+			zero := g.Scalar(0, f64)
+			le := g.Elementwise(tile.Le, y, zero)
+			g.SetOutput("y", g.Select(le, zero, y))
+			g.SetOutput("mask", le)
+		}, 3, nil},
 		{"elementwise_chain_of_five_is_one_kernel", func(g *tile.Graph) {
 			x := g.Input("x", f64, s(4, 8))
 			y := g.Neg(g.Tanh(g.Add(g.Mul(g.Exp(x), g.Scalar(2, f64)), g.Scalar(1, f64))))
