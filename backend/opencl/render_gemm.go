@@ -139,7 +139,17 @@ func (r *renderer) chooseGEMM(pl *gemmPlan, dt tile.DType, want *kir.Tiling) (ge
 	// re-reads partial products (the tuner measured 64×64 blocks 1.3–3×
 	// faster than 128×128 in 2–3 parts on ResNet layers of 128–256
 	// channels on an H200).
-	big := pl.M >= 128 && pl.N >= 128 && ceilDiv(pl.M, 128)*ceilDiv(pl.N, 128)*max(pl.B, 1) >= target
+	//
+	// And only where they also run in fewer rounds of target blocks than
+	// 64×64 blocks would, counting a 128×128 block as 4/1.25 of a
+	// 64×64 one (a quarter more work per cycle): the rounds are whole, so
+	// 1.5 rounds of large blocks (a device half idle in the second) lose
+	// to 6 of small ones (the tuner measured 64×64 blocks 1.03–1.08×
+	// faster on ResNet-18's 128-channel layers at batch 64 on an H200,
+	// 392 blocks of 128 for 264 slots).
+	rounds := func(bm, bn int) int { return ceilDiv(ceilDiv(pl.M, bm)*ceilDiv(pl.N, bn)*max(pl.B, 1), target) }
+	big := pl.M >= 128 && pl.N >= 128 && ceilDiv(pl.M, 128)*ceilDiv(pl.N, 128)*max(pl.B, 1) >= target &&
+		16*rounds(128, 128) < 5*rounds(64, 64)
 	switch {
 	case r.mmaFor(pl, dt):
 		c = gemmConfig{MMA: r.t.MMA, BM: 128, BN: 128, BK: 16, WM: 2, WN: 4}
