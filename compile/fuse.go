@@ -39,10 +39,13 @@ type fusion struct {
 //   - Inputs, variables, stored constants, outputs, update values and every
 //     node with reduction loops (contractions, scatter_add) get a buffer.
 //   - A contraction whose only consumer is elementwise (or a cast) of the
-//     same shape is fused with it: following elementwise nodes read once up
-//     to one that is stored anyway or read more than once (the root), the root's kernel runs the contraction's loops and computes the
-//     root from the accumulated value (bias add + relu after a conv is one
-//     kernel). A root hosts at most one contraction.
+//     same shape is fused with it: following elementwise nodes read once,
+//     or read several times by nodes that all rejoin in one (a diamond,
+//     see chainNext), up to one that is stored anyway or read otherwise
+//     (the root), the root's kernel runs the contraction's loops and
+//     computes the root from the accumulated value (bias add or batch norm
+//     and relu after a conv are one kernel). A root hosts at most one
+//     contraction, and a node belongs to one chain.
 //   - Every other node (elementwise, cast, shape ops, gather, iota, random,
 //     contractions without reduction loops) is inlined into its consumers'
 //     expressions when it is read once (one argument of one consumer), or
@@ -170,17 +173,14 @@ func fuse(g *graph, nests []*nest) *fusion {
 
 // chainNext returns the node an epilogue chain continues to from r, and
 // the side nodes it passes on the way, or nil where the chain ends. A node
-// read once continues to its consumer; a node read by several continues
-// to the join j of a diamond: one of its consumers j such that every other
-// consumer is read once, by j (select(x ≤ 0, 0, x) after a bias or a batch
-// norm: x feeds the comparison and the select). Every node taken is
-// elementwise, of r's shape, in no other chain and not on a
-// recurrence's cycle; the side nodes are not stored anyway either (the
-// join may be: the chain then ends there).
+// read once continues to its consumer. A node read several times continues
+// to the join j of a diamond: a consumer j such that each other consumer
+// is read once, by j (select(x ≤ 0, 0, x) after a bias or a batch norm: x
+// feeds both the comparison and the select). The join and the side nodes
+// are elementwise, of r's shape, in no other chain and not on a
+// recurrence's cycle; side nodes are not stored for a reason of their own
+// (outputs), while the join may be, and the chain then ends there.
 func (f *fusion) chainNext(r *node, forced []bool) (*node, []*node) {
-	ok := func(x *node) bool {
-		return elementwiseLike(x) && x.shape.Equal(r.shape) && !f.chain[x.id] && !f.onCycle[x.id]
-	}
 	cs := f.consumers[r.id]
 	if f.uses[r.id] == 1 {
 		if !elementwiseLike(cs[0]) || !cs[0].shape.Equal(r.shape) {
@@ -188,8 +188,14 @@ func (f *fusion) chainNext(r *node, forced []bool) (*node, []*node) {
 		}
 		return cs[0], nil
 	}
+	if f.onCycle[r.id] {
+		return nil, nil
+	}
+	ok := func(x *node) bool {
+		return elementwiseLike(x) && x.shape.Equal(r.shape) && !f.chain[x.id] && !f.onCycle[x.id]
+	}
 	for _, j := range cs {
-		if !ok(j) || f.special[r.id] || f.onCycle[r.id] {
+		if !ok(j) {
 			continue
 		}
 		var side []*node

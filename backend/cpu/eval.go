@@ -1126,7 +1126,6 @@ func execLoadPeriodic(fr *frame, in *instr, s0, n int) {
 // not, the entry is set to describe the chunk about to be filled into
 // its lanes. It returns nil when in writes the output memory directly.
 func (fr *frame) periodicOf(in *instr, base, ph, rows, n int) (*periodicLanes, bool) {
-
 	if in.dst == fr.directReg && fr.direct != nil {
 		return nil, false
 	}
