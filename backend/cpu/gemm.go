@@ -21,10 +21,8 @@ import (
 // the Where conditions on its side) chunk by chunk, out-of-range and
 // excluded points becoming zeros: im2col for convolutions.
 //
-// Three ways to run, chosen from the sizes:
+// Two ways to run, chosen from the sizes:
 //
-//   - direct: both operands plain; one parallel gemm call per batch point,
-//     then the epilogue in parallel over rows.
 //   - tiles: the output is cut into tiles of rows and columns (tile), each
 //     task packing its rows of the row operand, multiplying them by its
 //     columns of the column operand into its tile of C with a
