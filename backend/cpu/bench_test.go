@@ -318,3 +318,31 @@ func BenchmarkConvLayer(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPoolChannelsFirst times a channels-first 3×3 stride-2 max-pool
+// with padding (ResNet-18's, at batch 8), which the loops executor reduces
+// in chunks of output rows grouped by their clipped window ranges.
+func BenchmarkPoolChannelsFirst(b *testing.B) {
+	g := tile.NewGraph("pool")
+	x := g.Input("x", tile.Float32, tile.Shape{8, 64, 112, 112})
+	g.SetOutput("y", tile.ParseContraction(g, "O[n, c, y, x : 8, 64, 56, 56] = >(I[n, c, 2*y + i - 1, 2*x + j - 1]), i < 3, j < 3, 2*y + i - 1 < 112, 2*x + j - 1 < 112",
+		map[string]*tile.Tensor{"I": x}, nil))
+	d := New(Cache(false))
+	defer d.Close()
+	ex, err := d.Compile(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ex.Close()
+	for name, v := range randomFeeds(g, 1) {
+		if err := ex.SetInput(name, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := ex.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -192,12 +192,25 @@ func (p *prog) evalChunk(fr *frame, start, n int) (lo, hi int, mask []bool) {
 	m := fr.rows * n
 	partial, any := false, false
 	if len(p.checks) > 0 {
+		// Checks that read no output loop hold alike for every row of
+		// output points: their lanes are found once.
+		glo, ghi, perRow := 0, n, !fr.outerRows
+		for i := range p.checks {
+			if c := &p.checks[i]; fr.outerRows && c.rowFree {
+				glo, ghi = interval(c.l.base(fr.vars)+c.l.stride*start, c.l.stride, c.bound, glo, ghi)
+			} else {
+				perRow = true
+			}
+		}
 		for r := range fr.rows {
-			vars := fr.rowVars[r]
-			rlo, rhi := 0, n
-			for i := range p.checks {
-				c := &p.checks[i]
-				rlo, rhi = interval(c.l.base(vars)+c.l.stride*start, c.l.stride, c.bound, rlo, rhi)
+			rlo, rhi := glo, ghi
+			if perRow {
+				vars := fr.rowVars[r]
+				for i := range p.checks {
+					if c := &p.checks[i]; !fr.outerRows || !c.rowFree {
+						rlo, rhi = interval(c.l.base(vars)+c.l.stride*start, c.l.stride, c.bound, rlo, rhi)
+					}
+				}
 			}
 			row := fr.mask[r*n : (r+1)*n]
 			if rlo >= rhi {

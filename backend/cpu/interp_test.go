@@ -203,6 +203,7 @@ func TestCompiledGraphsMatchInterpreter(t *testing.T) {
 	cases = append(cases, periodicCases...)
 	cases = append(cases, rowSelectCases...)
 	cases = append(cases, guardMergeCases...)
+	cases = append(cases, rowClipCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var g *tile.Graph
@@ -339,6 +340,52 @@ func TestGuardsRescaledMerge(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s: no reduction merges its loops through a rescaled guard", c.name)
+		}
+	}
+}
+
+// rowClipCases are channels-first windows whose clipped reduction ranges
+// vary between output rows through bounds that read no reduction loop
+// (loopsKernel.rowClips): a padded 3×3 stride-2 max-pool, whose inner rows
+// reduce together while the first differs, and a window offset so far
+// that the first rows' ranges are empty.
+var rowClipCases = []struct {
+	name  string
+	build func(g *tile.Graph)
+}{
+	{"rowclip_pool_nchw", func(g *tile.Graph) {
+		x := g.Input("x", tile.Float32, tile.Shape{2, 3, 13, 13})
+		g.SetOutput("y", tile.ParseContraction(g, "O[n, c, y, x : 2, 3, 7, 7] = >(I[n, c, 2*y + i - 1, 2*x + j - 1]), i < 3, j < 3, 2*y + i - 1 < 13, 2*x + j - 1 < 13",
+			map[string]*tile.Tensor{"I": x}, nil))
+	}},
+	{"rowclip_empty_rows", func(g *tile.Graph) {
+		x := g.Input("x", tile.Float32, tile.Shape{2, 3, 5, 13})
+		g.SetOutput("y", tile.ParseContraction(g, "O[n, c, y, x : 2, 3, 9, 7] = +(I[n, c, y + i - 3, 2*x + j - 1]), i < 3, j < 3, y + i - 3 < 5, 2*x + j - 1 < 13",
+			map[string]*tile.Tensor{"I": x}, nil))
+	}},
+}
+
+// TestRowClipsGroupRows checks that rowClipCases take the path they are
+// meant to exercise: some kernel reduces rows together by their clipped
+// ranges.
+func TestRowClipsGroupRows(t *testing.T) {
+	d := New()
+	defer d.Close()
+	for _, c := range rowClipCases {
+		g := tile.NewGraph(c.name)
+		c.build(g)
+		p := compileFor(t, d, g)
+		found := false
+		for _, k := range p.Kernels {
+			if len(k.Reduce) == 0 || k.Schedule.Strategy != "loops" {
+				continue
+			}
+			var r regs
+			lk := newLoopsKernel(p, rewriteKernel(p, k), &r)
+			found = found || (len(lk.rowClips) > 0 && lk.rowsPer > 1)
+		}
+		if !found {
+			t.Errorf("%s: no kernel groups its rows by clipped ranges", c.name)
 		}
 	}
 }

@@ -64,11 +64,15 @@ type loopsKernel struct {
 	// clips[l-nout] is the clipped range of reduction loop l (nil: its
 	// whole extent), which absorbs the kernel's affine guards; clipped
 	// reports that some loop has one. rowForms are the parts of the
-	// clips' bounds that vary between the rows of a chunk: rows that
-	// differ in one are reduced separately.
+	// clips' bounds that vary between the rows of a chunk, of clips whose
+	// bounds also read reduction loops: rows that differ in one are
+	// reduced separately. rowClips are the clips whose bounds vary between
+	// rows and read no reduction loop: rows are reduced together while
+	// their clipped ranges agree.
 	clips    []*kir.Clip
 	clipped  bool
 	rowForms [][]int
+	rowClips []int
 	// trackHas: some output point may receive no contribution, and the
 	// aggregation's identity is not 0.
 	trackHas bool
@@ -281,7 +285,7 @@ func (lk *loopsKernel) item(fr *frame, it int) {
 		lk.elementwise(fr, c0, n)
 		return
 	}
-	if len(lk.rowForms) > 0 && nr > 1 && lk.dot == nil {
+	if len(lk.rowForms)+len(lk.rowClips) > 0 && nr > 1 && lk.dot == nil {
 		lk.runs(fr, c0, n, nr)
 		return
 	}
@@ -337,6 +341,13 @@ func (lk *loopsKernel) runs(fr *frame, c0, n, nr int) {
 }
 
 func (lk *loopsKernel) sameClips(a, b []int) bool {
+	for _, i := range lk.rowClips {
+		alo, ahi := lk.clips[i].At(a)
+		blo, bhi := lk.clips[i].At(b)
+		if (alo != blo || ahi != bhi) && (alo <= ahi || blo <= bhi) {
+			return false
+		}
+	}
 	for _, f := range lk.rowForms {
 		x := 0
 		for l, c := range f {
@@ -394,6 +405,8 @@ func (lk *loopsKernel) clip(b *builder, p *kir.Program) {
 		for _, i := range c.Absorbed {
 			absorbed[i] = true
 		}
+		var forms [][]int
+		inner := false // some bound reads a reduction loop
 		for _, bd := range append(append([]kir.ClipBound(nil), c.Lo...), c.Hi...) {
 			f := make([]int, lk.rowAxis)
 			vary := false
@@ -402,8 +415,20 @@ func (lk *loopsKernel) clip(b *builder, p *kir.Program) {
 				vary = vary || f[u] != 0
 			}
 			if vary {
-				lk.rowForms = append(lk.rowForms, f)
+				forms = append(forms, f)
 			}
+			for u := s.nout; u < len(bd.Coef); u++ {
+				inner = inner || bd.Coef[u] != 0
+			}
+		}
+		switch {
+		case len(forms) == 0:
+		case inner:
+			lk.rowForms = append(lk.rowForms, forms...)
+		default:
+			// Rows whose clipped ranges agree reduce together, though
+			// their bounds differ (the inner rows of a padded window).
+			lk.rowClips = append(lk.rowClips, l-s.nout)
 		}
 	}
 	b.absWhere, b.absDim, b.unguarded = map[int]bool{}, map[*kir.Expr][]bool{}, map[*kir.Expr]bool{}

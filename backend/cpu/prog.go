@@ -132,6 +132,9 @@ type constReg struct {
 type rangeCheck struct {
 	l     axisLin
 	bound int
+	// rowFree: the check reads no output loop but the vector axis, so it
+	// holds alike for every row of a chunk whose rows are output points.
+	rowFree bool
 }
 
 // prog is a compiled expression over chunks along loop axis.
@@ -299,16 +302,16 @@ func (b *builder) where(conds []kir.Cond) {
 			continue
 		}
 		if cf := b.s.cond(c); cf != nil {
-			b.p.checks = append(b.p.checks, rangeCheck{b.s.lin(cf.aff).forAxis(b.axis), cf.bound})
+			b.p.checks = append(b.p.checks, rangeCheck{l: b.s.lin(cf.aff).forAxis(b.axis), bound: cf.bound})
 			continue
 		}
 		info := b.s.ix(c.X)
 		if info.aff != nil {
-			b.p.checks = append(b.p.checks, rangeCheck{b.s.lin(info.aff).forAxis(b.axis), c.Bound})
+			b.p.checks = append(b.p.checks, rangeCheck{l: b.s.lin(info.aff).forAxis(b.axis), bound: c.Bound})
 			continue
 		}
 		if l, ok := b.semi(info.simp); ok {
-			b.p.checks = append(b.p.checks, rangeCheck{l, c.Bound})
+			b.p.checks = append(b.p.checks, rangeCheck{l: l, bound: c.Bound})
 			continue
 		}
 		if e, k, ok := loadedValue(info.simp); ok {
@@ -339,12 +342,33 @@ func loadedValue(x *kir.Ix) (*kir.Expr, int, bool) {
 func (b *builder) value(e *kir.Expr) *prog {
 	b.p.result = b.expr(e)
 	b.p.planRows()
+	for i := range b.p.checks {
+		b.p.checks[i].rowFree = b.rowFree(&b.p.checks[i].l)
+	}
 	if n := len(b.p.instrs); n > 0 {
 		last := &b.p.instrs[n-1]
 		b.p.directOK = last.dst == b.p.result.reg && last.lane == b.p.result.lane && last.op != opLoad && last.op != opAcc &&
 			!(last.op == opIxLin || last.op == opIxAdd || last.op == opIxMulC || last.op == opIxDiv || last.op == opIxMod || last.op == opIxValue || last.op == opCond)
 	}
 	return b.p
+}
+
+// rowFree reports whether l reads no output loop (its axis apart).
+func (b *builder) rowFree(l *axisLin) bool {
+	if len(l.extra) > 0 {
+		return false
+	}
+	for _, t := range l.terms {
+		if t.loop < b.s.nout {
+			return false
+		}
+	}
+	for _, t := range l.tabs {
+		if t.loop < b.s.nout || (t.loop2 >= 0 && t.loop2 < b.s.nout) {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *builder) emit(in instr) { b.p.instrs = append(b.p.instrs, in) }
@@ -684,7 +708,7 @@ func (b *builder) loadIn(e *kir.Expr, l lane) operand {
 			}
 			l := b.s.lin(cf.aff).forAxis(b.axis)
 			if lp.skip && !b.absorbed(e, d) {
-				b.p.checks = append(b.p.checks, rangeCheck{l, cf.bound})
+				b.p.checks = append(b.p.checks, rangeCheck{l: l, bound: cf.bound})
 			}
 			lp.dims, lp.bounds = append(lp.dims, l), append(lp.bounds, cf.bound)
 		}
@@ -793,7 +817,7 @@ func (b *builder) semiLoad(e *kir.Expr, lp *loadPlan, info *loadInfo, shape tile
 			if b.absorbed(e, d) {
 				continue
 			}
-			b.p.checks = append(b.p.checks, rangeCheck{dims[d], shape[d]})
+			b.p.checks = append(b.p.checks, rangeCheck{l: dims[d], bound: shape[d]})
 		}
 	}
 	lp.skip = false
