@@ -60,18 +60,17 @@ type frame struct {
 	// rowNeed and rowPick are the rows each instruction computes and each
 	// row-uniform select picks (prog.needRows).
 	rowNeed, rowPick []bool
-	// periodic keeps the lanes of periodic float32 loads between the
-	// chunks of one task (see execLoadPeriodic); task counts the tasks
-	// begun, and an entry of an earlier task is stale, since the buffers
-	// may have been written since.
-	periodic map[*instr]*periodicLanes
-	task     uint64
+	// periodic keeps the lanes of the current task's periodic float32
+	// loads between its chunks (see execLoadPeriodic); a new task moves
+	// them to spare, since the buffers may have been written since, so a
+	// worker holds lanes for one kernel's loads at a time.
+	periodic, spare []*periodicLanes
 }
 
-// periodicLanes is the last chunk a periodic load filled: the task, the
+// periodicLanes is the last chunk a periodic load filled in this task: the
 // base offset of its rows, its phase, rows and lanes.
 type periodicLanes struct {
-	task              uint64
+	in                *instr
 	base, ph, rows, n int
 	lanes             []float32
 }
@@ -79,7 +78,8 @@ type periodicLanes struct {
 // frame returns worker w's frame for a new task.
 func (x *Executable) frame(w int) *frame {
 	fr := x.frames[w]
-	fr.task++
+	fr.spare = append(fr.spare, fr.periodic...)
+	fr.periodic = fr.periodic[:0]
 	return fr
 }
 
@@ -1142,21 +1142,30 @@ func (fr *frame) periodicOf(in *instr, base, ph, rows, n int) (*periodicLanes, b
 	if in.dst == fr.directReg && fr.direct != nil {
 		return nil, false
 	}
-	pl := fr.periodic[in]
-	if pl == nil {
-		if fr.periodic == nil {
-			fr.periodic = map[*instr]*periodicLanes{}
+	var pl *periodicLanes
+	for _, e := range fr.periodic {
+		if e.in == in {
+			pl = e
+			break
 		}
-		pl = &periodicLanes{lanes: make([]float32, chunk)}
-		fr.periodic[in] = pl
 	}
-	if pl.task == fr.task && pl.base == base && pl.ph == ph && pl.rows == rows && pl.n == n {
-		return pl, true
+	switch {
+	case pl != nil:
+		if pl.base == base && pl.ph == ph && pl.rows == rows && pl.n == n {
+			return pl, true
+		}
+	case len(fr.spare) > 0:
+		pl = fr.spare[len(fr.spare)-1]
+		fr.spare = fr.spare[:len(fr.spare)-1]
+		fr.periodic = append(fr.periodic, pl)
+	default:
+		pl = &periodicLanes{lanes: make([]float32, chunk)}
+		fr.periodic = append(fr.periodic, pl)
 	}
 	if len(pl.lanes) < rows*n {
 		pl.lanes = make([]float32, rows*n)
 	}
-	pl.task, pl.base, pl.ph, pl.rows, pl.n = fr.task, base, ph, rows, n
+	pl.in, pl.base, pl.ph, pl.rows, pl.n = in, base, ph, rows, n
 	return pl, false
 }
 
