@@ -295,24 +295,7 @@ func BenchmarkConvLayer(b *testing.B) {
 			g.SetOutput("y", y)
 			g.SetOutput("dx", gs[0])
 			g.SetOutput("dw", gs[1])
-			d := New(Cache(false))
-			defer d.Close()
-			ex, err := d.Compile(g)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ex.Close()
-			for name, v := range randomFeeds(g, 1) {
-				if err := ex.SetInput(name, v); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ResetTimer()
-			for b.Loop() {
-				if err := ex.Run(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			timeGraph(b, g)
 			flops := 3 * 2 * float64(n*c.hw*c.hw) * float64(c.ch) * float64(9*c.ch)
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -327,6 +310,13 @@ func BenchmarkPoolChannelsFirst(b *testing.B) {
 	x := g.Input("x", tile.Float32, tile.Shape{8, 64, 112, 112})
 	g.SetOutput("y", tile.ParseContraction(g, "O[n, c, y, x : 8, 64, 56, 56] = >(I[n, c, 2*y + i - 1, 2*x + j - 1]), i < 3, j < 3, 2*y + i - 1 < 112, 2*x + j - 1 < 112",
 		map[string]*tile.Tensor{"I": x}, nil))
+	timeGraph(b, g)
+}
+
+// timeGraph compiles g on a device without a program cache, feeds it random
+// inputs and times its runs.
+func timeGraph(b *testing.B, g *tile.Graph) {
+	b.Helper()
 	d := New(Cache(false))
 	defer d.Close()
 	ex, err := d.Compile(g)

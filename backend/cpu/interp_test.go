@@ -160,10 +160,7 @@ func compileFor(t *testing.T, d *Device, g *tile.Graph) *kir.Program {
 func TestCompiledGraphsMatchInterpreter(t *testing.T) {
 	d := New()
 	defer d.Close()
-	cases := []struct {
-		name  string
-		build func(g *tile.Graph)
-	}{
+	cases := []buildCase{
 		{"dense_relu", func(g *tile.Graph) {
 			x := g.Input("x", tile.Float32, tile.Shape{5, 7})
 			w := g.Input("w", tile.Float32, tile.Shape{7, 3})
@@ -240,10 +237,7 @@ func bnStatistics(g *tile.Graph, shape tile.Shape) {
 // table read into float64 lanes, and several rows per chunk with a
 // per-sample-per-channel factor whose base moves from row to row, the
 // transposed t keeping the sample loop apart.
-var periodicCases = []struct {
-	name  string
-	build func(g *tile.Graph)
-}{
+var periodicCases = []buildCase{
 	{"periodic_c144", func(g *tile.Graph) {
 		x := g.Input("x", tile.Float32, tile.Shape{3, 7, 11, 144})
 		sc := g.Input("s", tile.Float32, tile.Shape{144})
@@ -268,24 +262,38 @@ var periodicCases = []struct {
 // their channel loop with the loops before it, so that
 // TestCompiledGraphsMatchInterpreter exercises periodic loads.
 func TestPeriodicLoadsMerge(t *testing.T) {
+	someKernel(t, periodicCases, "no kernel merges its channel loop through a periodic load", func(p *kir.Program, k *kir.Kernel) bool {
+		if len(k.Reduce) > 0 {
+			return false
+		}
+		s := newSpace(p, k, mergePeriodic, partAll)
+		return len(s.periodic) > 0 && s.nout < len(k.Shape)
+	})
+}
+
+// buildCase is a graph built for a test of the executors.
+type buildCase struct {
+	name  string
+	build func(g *tile.Graph)
+}
+
+// someKernel builds and compiles each case and reports, with what, those
+// in which no kernel satisfies has: the cases would not exercise the path
+// their test is for.
+func someKernel(t *testing.T, cases []buildCase, what string, has func(p *kir.Program, k *kir.Kernel) bool) {
+	t.Helper()
 	d := New()
 	defer d.Close()
-	for _, c := range periodicCases {
+	for _, c := range cases {
 		g := tile.NewGraph(c.name)
 		c.build(g)
 		p := compileFor(t, d, g)
 		found := false
 		for _, k := range p.Kernels {
-			if len(k.Reduce) > 0 {
-				continue
-			}
-			s := newSpace(p, k, mergePeriodic, partAll)
-			if len(s.periodic) > 0 && s.nout < len(k.Shape) {
-				found = true
-			}
+			found = found || has(p, k)
 		}
 		if !found {
-			t.Errorf("%s: no kernel merges its channel loop through a periodic load", c.name)
+			t.Errorf("%s: %s", c.name, what)
 		}
 	}
 }
@@ -296,10 +304,7 @@ func TestPeriodicLoadsMerge(t *testing.T) {
 // (condForm): a pooling gradient cut into phases, and a window whose
 // constraint on the difference of an output and a reduction variable has
 // the output's coefficient +1 or -1.
-var guardMergeCases = []struct {
-	name  string
-	build func(g *tile.Graph)
-}{
+var guardMergeCases = []buildCase{
 	{"guardmerge_pool_16x18", func(g *tile.Graph) { poolGradient(g, tile.Shape{2, 16, 18, 8}) }},
 	{"guardmerge_plus", func(g *tile.Graph) { guardedWindow(g, 1, 2) }},
 	{"guardmerge_minus", func(g *tile.Graph) { guardedWindow(g, -1, 3) }},
@@ -321,27 +326,18 @@ func guardedWindow(g *tile.Graph, sign, konst int) {
 // guardMergeCases merges its loops through rescaled guards, so that
 // TestCompiledGraphsMatchInterpreter exercises them.
 func TestGuardsRescaledMerge(t *testing.T) {
-	d := New()
-	defer d.Close()
-	for _, c := range guardMergeCases {
-		g := tile.NewGraph(c.name)
-		c.build(g)
-		p := compileFor(t, d, g)
-		found := false
-		for _, k := range p.Kernels {
-			if len(k.Reduce) == 0 || k.Schedule.Strategy == "gemm" {
-				continue
-			}
-			k = rewriteKernel(p, k)
-			s := newSpace(p, k, mergeAffine, partAll)
-			for _, cf := range s.condOf {
-				found = found || cf.scaled
+	someKernel(t, guardMergeCases, "no reduction merges its loops through a rescaled guard", func(p *kir.Program, k *kir.Kernel) bool {
+		if len(k.Reduce) == 0 || k.Schedule.Strategy == "gemm" {
+			return false
+		}
+		s := newSpace(p, rewriteKernel(p, k), mergeAffine, partAll)
+		for _, cf := range s.condOf {
+			if cf.scaled {
+				return true
 			}
 		}
-		if !found {
-			t.Errorf("%s: no reduction merges its loops through a rescaled guard", c.name)
-		}
-	}
+		return false
+	})
 }
 
 // rowClipCases are channels-first windows whose clipped reduction ranges
@@ -349,10 +345,7 @@ func TestGuardsRescaledMerge(t *testing.T) {
 // (loopsKernel.rowClips): a padded 3×3 stride-2 max-pool, whose inner rows
 // reduce together while the first differs, and a window offset so far
 // that the first rows' ranges are empty.
-var rowClipCases = []struct {
-	name  string
-	build func(g *tile.Graph)
-}{
+var rowClipCases = []buildCase{
 	{"rowclip_pool_nchw", func(g *tile.Graph) {
 		x := g.Input("x", tile.Float32, tile.Shape{2, 3, 13, 13})
 		g.SetOutput("y", tile.ParseContraction(g, "O[n, c, y, x : 2, 3, 7, 7] = >(I[n, c, 2*y + i - 1, 2*x + j - 1]), i < 3, j < 3, 2*y + i - 1 < 13, 2*x + j - 1 < 13",
@@ -369,35 +362,21 @@ var rowClipCases = []struct {
 // meant to exercise: some kernel reduces rows together by their clipped
 // ranges.
 func TestRowClipsGroupRows(t *testing.T) {
-	d := New()
-	defer d.Close()
-	for _, c := range rowClipCases {
-		g := tile.NewGraph(c.name)
-		c.build(g)
-		p := compileFor(t, d, g)
-		found := false
-		for _, k := range p.Kernels {
-			if len(k.Reduce) == 0 || k.Schedule.Strategy != "loops" {
-				continue
-			}
-			var r regs
-			lk := newLoopsKernel(p, rewriteKernel(p, k), &r)
-			found = found || (len(lk.rowClips) > 0 && lk.rowsPer > 1)
+	someKernel(t, rowClipCases, "no kernel groups its rows by clipped ranges", func(p *kir.Program, k *kir.Kernel) bool {
+		if len(k.Reduce) == 0 || k.Schedule.Strategy != "loops" {
+			return false
 		}
-		if !found {
-			t.Errorf("%s: no kernel groups its rows by clipped ranges", c.name)
-		}
-	}
+		var r regs
+		lk := newLoopsKernel(p, rewriteKernel(p, k), &r)
+		return len(lk.rowClips) > 0 && lk.rowsPer > 1
+	})
 }
 
 // rowSelectCases are gradients of stride-2 windows, whose phases a
 // consumer interleaves by selects on x mod 2 of the loops outside the
 // channels (row-uniform selects, rowselect.go): rows of 4 channels, many
 // per chunk, and rows of 1100, one per chunk.
-var rowSelectCases = []struct {
-	name  string
-	build func(g *tile.Graph)
-}{
+var rowSelectCases = []buildCase{
 	{"rowselect_pool_c4", func(g *tile.Graph) { poolGradient(g, tile.Shape{2, 8, 8, 4}) }},
 	{"rowselect_pool_c1100", func(g *tile.Graph) { poolGradient(g, tile.Shape{1, 8, 8, 1100}) }},
 	{"rowselect_conv_c3", func(g *tile.Graph) {
